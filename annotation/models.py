@@ -1,0 +1,1 @@
+"""Studies, assignments and labels arrive with the annotation issue (#3)."""

@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_not_required
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+
+
+@login_not_required
+def healthz(request: HttpRequest) -> HttpResponse:
+    """Liveness + database reachability for the compose healthcheck."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return HttpResponse("ok", content_type="text/plain")

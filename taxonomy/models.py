@@ -1,0 +1,1 @@
+"""Codebooks arrive with the taxonomy issue (#3)."""

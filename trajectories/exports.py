@@ -1,0 +1,52 @@
+"""Metric rows for export (CSV/JSON); shared by the command, the API and the pages."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator
+
+from .metrics import METRIC_FIELDS
+from .models import Run
+
+ID_FIELDS = ("run_id", "benchmark", "task_id", "difficulty", "agent", "mode", "source_name")
+OUTCOME_FIELDS = ("task_pass", "tests_passed", "tests_total", "test_pass", "duration_s", "shell_calls", "tokens")
+METRICS_COLUMNS = (*ID_FIELDS, *OUTCOME_FIELDS, "n_contexts", "n_events", *METRIC_FIELDS)
+
+
+def metrics_row(run: Run) -> dict[str, object]:
+    row: dict[str, object] = {
+        "run_id": run.pk,
+        "benchmark": run.task.benchmark.name,
+        "task_id": run.task.external_id,
+        "difficulty": run.task.difficulty,
+        "agent": run.agent.name,
+        "mode": run.mode,
+        "source_name": run.source_name,
+    }
+    for name in (*OUTCOME_FIELDS, "n_contexts", "n_events", *METRIC_FIELDS):
+        row[name] = getattr(run, name)
+    return row
+
+
+def metrics_rows(runs: Iterable[Run]) -> Iterator[dict[str, object]]:
+    for run in runs:
+        yield metrics_row(run)
+
+
+def csv_lines(rows: Iterable[dict[str, object]], columns: tuple[str, ...]) -> Iterator[str]:
+    """Stream CSV text line by line (header first)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    yield _drain(buffer)
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        yield _drain(buffer)
+
+
+def _drain(buffer: io.StringIO) -> str:
+    value = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate(0)
+    return value

@@ -1,0 +1,218 @@
+"""Streaming helpers shared by the parsers: line iteration, JSON, timestamps, files."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .records import FormatError
+
+# Longest text kept for one event; the rest is cut with a marker (the raw file stays
+# the source of truth, and this bounds what one page of the viewer can weigh).
+MAX_EVENT_TEXT = 20_000
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """Open a file for streaming, transparently un-gzipping `.gz` files."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return path.open("rb")
+
+
+def iter_lines(path: Path, *, display: str = "") -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based line number, raw line without newline); never loads the whole file."""
+    name = display or path.name
+    try:
+        with open_binary(path) as handle:
+            for lineno, raw in enumerate(handle, start=1):
+                yield lineno, raw.rstrip(b"\r\n")
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise FormatError(f"cannot read file: {exc}", file=name) from exc
+
+
+def iter_json_lines(
+    path: Path, *, display: str = "", tolerate_truncated_tail: bool = False, warnings: list | None = None
+) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, decoded object) for each non-blank JSONL line.
+
+    Bad UTF-8 and bad JSON raise FormatError naming file and line. With
+    `tolerate_truncated_tail`, an undecodable *last* line (a log cut mid-write, as in
+    excerpts of native logs) becomes a warning instead.
+    """
+    name = display or path.name
+    pending: tuple[int, bytes, Exception] | None = None
+    for lineno, raw in iter_lines(path, display=name):
+        if pending is not None:
+            bad_line, _, exc = pending
+            raise _line_error(name, bad_line, exc)
+        if not raw.strip():
+            continue
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FormatError(f"invalid UTF-8 at byte {exc.start}", file=name, line=lineno) from exc
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            if tolerate_truncated_tail:
+                pending = (lineno, raw, exc)
+                continue
+            raise _line_error(name, lineno, exc) from exc
+        yield lineno, obj
+    if pending is not None and warnings is not None:
+        from .records import ParseWarning
+
+        warnings.append(
+            ParseWarning("last line is incomplete JSON (log cut mid-write); ignored", file=name, line=pending[0])
+        )
+
+
+def _line_error(name: str, lineno: int, exc: Exception) -> FormatError:
+    return FormatError(f"not valid JSON ({exc})", file=name, line=lineno)
+
+
+def first_json_line(path: Path) -> Any | None:
+    """Decode the first non-blank line of a (possibly gzipped) file, or None."""
+    try:
+        with open_binary(path) as handle:
+            for raw in handle:
+                if raw.strip():
+                    try:
+                        return orjson.loads(raw)
+                    except orjson.JSONDecodeError:
+                        return None
+                    break
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    return None
+
+
+_NUMERIC = re.compile(r"^-?\d+(\.\d+)?$")
+
+
+def parse_timestamp(
+    value: Any, *, file: str = "", line: int | None = None, field: str = "timestamp", require_tz: bool = False
+) -> datetime | None:
+    """ISO-8601 string or Unix epoch (s or ms) → aware UTC datetime; None stays None."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise FormatError("expected a timestamp, got a boolean", file=file, line=line, field=field)
+    if isinstance(value, (int, float)):
+        return _from_epoch(float(value), file=file, line=line, field=field)
+    if not isinstance(value, str):
+        raise FormatError(
+            f"expected an ISO-8601 timestamp, got {type(value).__name__}", file=file, line=line, field=field
+        )
+    if _NUMERIC.match(value):
+        return _from_epoch(float(value), file=file, line=line, field=field)
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError as exc:
+        raise FormatError(f"not an ISO-8601 timestamp: {value[:40]!r}", file=file, line=line, field=field) from exc
+    if parsed.tzinfo is None:
+        if require_tz:
+            raise FormatError(
+                f"timestamp has no time zone: {value!r} (add 'Z' or an offset)", file=file, line=line, field=field
+            )
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def _from_epoch(value: float, *, file: str, line: int | None, field: str) -> datetime:
+    # Anything above ~ year 33658 in seconds is certainly milliseconds.
+    seconds = value / 1000.0 if abs(value) > 1e12 else value
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, OSError, ValueError) as exc:
+        raise FormatError(f"timestamp out of range: {value}", file=file, line=line, field=field) from exc
+
+
+def clip_text(text: str, limit: int = MAX_EVENT_TEXT) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… [{len(text) - limit} more characters cut by Parallax]"
+
+
+def to_text(value: Any) -> str:
+    """Render tool input/output payloads (str, list of blocks, dict) as display text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                parts.append(item["text"])
+            elif isinstance(item, dict) and item.get("type") == "image":
+                parts.append("[image]")
+            else:
+                parts.append(to_text(item))
+        return "\n".join(p for p in parts if p)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:
+        return str(value)
+
+
+FILE_ARG_KEYS = ("file_path", "path", "notebook_path", "filepath", "filename", "target_file")
+
+
+def files_from_args(args: Any) -> list[str]:
+    """Paths named by a tool call's arguments (Edit/Write/Read style tools)."""
+    if not isinstance(args, dict):
+        return []
+    found = []
+    for key in FILE_ARG_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            found.append(value)
+    edits = args.get("edits")
+    if isinstance(edits, list):
+        for edit in edits:
+            if isinstance(edit, dict):
+                found.extend(files_from_args(edit))
+    return sorted(set(found))
+
+
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+_PATCH_MOVE = re.compile(r"^\*\*\* Move to: (.+)$", re.MULTILINE)
+
+
+def files_from_patch(patch: str) -> list[str]:
+    """Files named in a Codex `apply_patch` envelope."""
+    return sorted(set(_PATCH_FILE.findall(patch)) | set(_PATCH_MOVE.findall(patch)))
+
+
+def load_json_file(path: Path, *, display: str = "") -> Any:
+    """Small metadata files (cell.json, state.json, workflow json, manifests)."""
+    name = display or path.name
+    try:
+        with open_binary(path) as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise FormatError(f"cannot read file: {exc}", file=name) from exc
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(f"not valid JSON ({exc})", file=name) from exc
+
+
+def read_head(path: Path, size: int = 4096) -> bytes:
+    try:
+        with open_binary(path) as handle:
+            return handle.read(size)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return b""
+
+
+def text_stream(data: bytes) -> io.StringIO:
+    return io.StringIO(data.decode("utf-8", errors="replace"))

@@ -1,0 +1,409 @@
+"""Find the runs in a set of paths and pick a parser for each (ORM-free).
+
+Accepts files and folders (archives are unpacked by the caller, see archives.py):
+* Parallax JSONL files (one run each, optionally .gz);
+* Claude Code session transcripts with their `subagents/` and `workflows/` folders;
+* Codex rollout files, grouped into runs by thread parentage;
+* Kimi Code server event journals with their session `state.json`;
+* the study's corpus layout `<benchmark>/<task>/<agent>/{parallel,serial}/cell.json`,
+  where each cell is one run whose native logs live under `agent/`.
+A manifest (CSV or JSON, docs/format.md) adds task/mode/outcome fields to native logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import claude_code, codex, kimi, parallax_jsonl
+from .common import first_json_line, load_json_file
+from .parallax_jsonl import validate_outcomes
+from .records import CONCURRENT, SEQUENTIAL, FormatError, Parser, ParseWarning, RunSource
+
+PARSERS: dict[str, type[Parser]] = {
+    "parallax": parallax_jsonl.ParallaxJsonlParser,
+    "claude_code": claude_code.ClaudeCodeParser,
+    "codex": codex.CodexParser,
+    "kimi": kimi.KimiParser,
+}
+FORMAT_CHOICES = ("auto", *PARSERS)
+
+AGENT_NAMES = {"codex": "Codex", "claude": "Claude Code", "claude_code": "Claude Code", "kimi": "Kimi Code"}
+MODE_NAMES = {"parallel": CONCURRENT, "concurrent": CONCURRENT, "serial": SEQUENTIAL, "sequential": SEQUENTIAL}
+SHELL_TOOL_NAMES = {"exec_command", "shell", "local_shell", "Bash"}
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_JSONL = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
+
+
+@dataclass
+class Discovery:
+    sources: list[RunSource] = field(default_factory=list)
+    errors: list[FormatError] = field(default_factory=list)  # files we could not place at all
+    warnings: list[ParseWarning] = field(default_factory=list)
+
+
+def parser_for(format_name: str) -> Parser:
+    try:
+        return PARSERS[format_name]()
+    except KeyError as exc:
+        raise FormatError(f"unknown format {format_name!r}; one of {', '.join(PARSERS)}") from exc
+
+
+def discover(
+    paths: Iterable[Path], *, fmt: str = "auto", manifest: Path | None = None, root: Path | None = None
+) -> Discovery:
+    found = Discovery()
+    files: list[Path] = []
+    cell_dirs: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            base = root or path
+            for cell in sorted(path.rglob("cell.json")):
+                cell_dirs.append(cell.parent)
+            cells = set(cell_dirs)
+            for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
+                if cells.isdisjoint(file.parents):
+                    files.append(file)
+            root = base
+        elif path.is_file():
+            files.append(path)
+        else:
+            found.errors.append(FormatError("no such file or folder", file=str(path)))
+    if root is None and files:
+        root = files[0].parent
+    for cell in cell_dirs:
+        try:
+            found.sources.append(_cell_source(cell, root=root))
+        except FormatError as exc:
+            found.errors.append(exc)
+    if fmt != "auto":
+        if fmt not in PARSERS:
+            raise FormatError(f"unknown format {fmt!r}; one of {', '.join(FORMAT_CHOICES)}")
+        _group_native(files, found, root=root, forced=fmt)
+    else:
+        _group_native(files, found, root=root, forced=None)
+    if manifest is not None:
+        apply_manifest(found, manifest)
+    return found
+
+
+def _display(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return str(path.relative_to(root))
+        except ValueError:
+            pass
+    return path.name
+
+
+def _group_native(files: list[Path], found: Discovery, *, root: Path | None, forced: str | None) -> None:
+    claude_sessions: dict[str, list[Path]] = {}
+    claude_extras: list[Path] = []
+    codex_files: list[Path] = []
+    kimi_events: list[Path] = []
+    kimi_states: dict[str, Path] = {}
+    for file in files:
+        name = file.name
+        if name == "state.json":
+            session = kimi.state_session_id(file)
+            if session:
+                kimi_states[session] = file
+            continue
+        if name.startswith("wf_") and name.endswith(".json"):
+            claude_extras.append(file)
+            continue
+        if not name.endswith(_JSONL):
+            continue  # cell metadata, prompts, patches, manifests ... are not runs
+        first = first_json_line(file)
+        kind = forced or _sniff(first)
+        if kind == "parallax":
+            found.sources.append(RunSource(name=_display(file, root), format="parallax", files=[file], root=root))
+        elif kind == "claude_code":
+            if name.startswith("agent-") or (isinstance(first, dict) and first.get("agentId")):
+                claude_extras.append(file)
+            elif name.startswith("journal"):
+                continue
+            else:
+                claude_sessions.setdefault(_claude_session_id(file, first), []).insert(0, file)
+        elif kind == "codex":
+            codex_files.append(file)
+        elif kind == "kimi":
+            kimi_events.append(file)
+        elif isinstance(first, dict) and first.get("type") == "started" and "agentId" in first:
+            continue  # Claude workflow journal: nothing beyond what the transcripts hold
+        elif kimi.is_session_index(first):
+            continue  # Kimi's session index: the state.json files say the same
+        elif first is None and file.stat().st_size > 0:
+            found.errors.append(
+                FormatError("first line is not JSON; not a trajectory we can read", file=_display(file, root), line=1)
+            )
+        else:
+            found.errors.append(
+                FormatError("format not recognised (use --format to force one)", file=_display(file, root), line=1)
+            )
+    for extra in claude_extras:
+        session = _claude_session_id(extra, first_json_line(extra) if extra.suffix != ".json" else None)
+        if session not in claude_sessions and len(claude_sessions) == 1 and not _UUID.match(session or ""):
+            session = next(iter(claude_sessions))
+        claude_sessions.setdefault(session, []).append(extra)
+    for session, group in claude_sessions.items():
+        main = next((p for p in group if not p.name.startswith(("agent-", "wf_"))), None)
+        if main is None:
+            found.warnings.append(
+                ParseWarning(
+                    f"Claude Code session {session}: main transcript not in the bundle; "
+                    "sub-agent files imported under an empty main agent",
+                    file=_display(group[0], root),
+                )
+            )
+            main = group[0]
+        ordered = [main] + [p for p in group if p is not main]
+        found.sources.append(RunSource(name=_display(main, root), format="claude_code", files=ordered, root=root))
+    for group in codex.group_rollouts(codex_files):
+        paths = [m.path for m in group]
+        found.sources.append(RunSource(name=_display(paths[0], root), format="codex", files=paths, root=root))
+    for events in kimi_events:
+        session = kimi.session_id_of(events)
+        files_for_run = [events]
+        if session in kimi_states:
+            files_for_run.append(kimi_states[session])
+        found.sources.append(RunSource(name=_display(events, root), format="kimi", files=files_for_run, root=root))
+
+
+def _sniff(first: Any) -> str | None:
+    for name, module in (("parallax", parallax_jsonl), ("codex", codex), ("kimi", kimi), ("claude_code", claude_code)):
+        if module.looks_like(first):
+            return name
+    return None
+
+
+def _claude_session_id(path: Path, first: Any) -> str:
+    """The session a Claude Code file belongs to: its `sessionId`, else a UUID folder above it."""
+    if path.name.startswith(("agent-", "wf_")):
+        for parent in path.parents:
+            if _UUID.match(parent.name):
+                return parent.name
+    if path.name.startswith("wf_") and path.suffix == ".json":
+        try:
+            state = load_json_file(path)
+        except FormatError:
+            state = None
+        script = state.get("scriptPath") if isinstance(state, dict) else None
+        for part in Path(str(script or "")).parts:
+            if _UUID.match(part):
+                return part
+    if isinstance(first, dict) and isinstance(first.get("sessionId"), str):
+        return first["sessionId"]
+    if _UUID.match(path.stem):
+        return path.stem
+    return path.stem
+
+
+# -- the study's corpus layout -----------------------------------------------------------
+
+
+def _cell_source(cell_dir: Path, *, root: Path | None) -> RunSource:
+    cell_file = cell_dir / "cell.json"
+    display = _display(cell_file, root)
+    cell = load_json_file(cell_file, display=display)
+    if not isinstance(cell, dict):
+        raise FormatError("cell.json must be a JSON object", file=display)
+    parts = cell_dir.parts
+    # <benchmark>/<task>/<agent>/<parallel|serial>/cell.json
+    path_mode, path_agent, path_task, path_bench = (list(parts[-4:])[::-1] + ["", "", "", ""])[:4]
+    mode_raw = str(cell.get("mode") or path_mode)
+    mode = MODE_NAMES.get(mode_raw)
+    if mode is None:
+        raise FormatError(f"mode must be parallel or serial, got {mode_raw!r}", file=display, field="mode")
+    agent_raw = str(cell.get("agent") or path_agent)
+    defaults: dict[str, Any] = {
+        "benchmark": str(cell.get("benchmark") or path_bench),
+        "task_id": str(cell.get("task_id") or path_task),
+        "agent": AGENT_NAMES.get(agent_raw, agent_raw),
+        "mode": mode,
+        "difficulty": str(cell.get("difficulty") or ""),
+        "prompt_sha256": str(cell.get("prompt_sha256") or ""),
+        "backbone_model": str(cell.get("model") or ""),
+    }
+    outcomes: dict[str, Any] = {}
+    if isinstance(cell.get("solution_passed"), bool):
+        outcomes["task_pass"] = cell["solution_passed"]
+    if isinstance(cell.get("cell_seconds"), (int, float)) and not isinstance(cell.get("cell_seconds"), bool):
+        outcomes["duration_s"] = float(cell["cell_seconds"])
+    usage = cell.get("usage") if isinstance(cell.get("usage"), dict) else {}
+    if isinstance(usage.get("token_total"), int):
+        outcomes["tokens"] = usage["token_total"]
+    tools = usage.get("tools") if isinstance(usage.get("tools"), dict) else {}
+    if tools:
+        outcomes["shell_calls"] = sum(v for k, v in tools.items() if k in SHELL_TOOL_NAMES and isinstance(v, int))
+    summary_file = cell_dir / "cell" / "evaluation" / "summary.json"
+    if summary_file.is_file():
+        outcomes.update(_evaluation_outcomes(load_json_file(summary_file, display=_display(summary_file, root))))
+    defaults["outcomes"] = outcomes
+    files = _cell_native_files(cell_dir)
+    if not files:
+        raise FormatError(
+            "no agent log found under agent/ (expected Codex rollouts, a Claude Code project "
+            "transcript or a Kimi session)",
+            file=display,
+        )
+    sub = Discovery()
+    _group_native(files, sub, root=root, forced=None)
+    if not sub.sources:
+        raise FormatError(
+            "no readable agent log under agent/: " + "; ".join(e.describe() for e in sub.errors[:3]), file=display
+        )
+    # One cell is one run: take the largest session if the agent's home holds several.
+    best = max(sub.sources, key=lambda s: sum(p.stat().st_size for p in s.files))
+    best.header_defaults = defaults
+    best.name = _display(cell_dir, root)
+    return best
+
+
+def _cell_native_files(cell_dir: Path) -> list[Path]:
+    agent_home = cell_dir / "agent"
+    if not agent_home.is_dir():
+        return []
+    return sorted(p for p in agent_home.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _evaluation_outcomes(summary: Any) -> dict[str, Any]:
+    """Test counts from cell/evaluation/summary.json (several spellings are accepted)."""
+    if not isinstance(summary, dict):
+        return {}
+    tests = summary.get("tests") if isinstance(summary.get("tests"), dict) else summary
+    out: dict[str, Any] = {}
+    for target, keys in (
+        ("tests_passed", ("tests_passed", "passed", "num_passed", "n_passed")),
+        ("tests_total", ("tests_total", "total", "num_tests", "n_tests", "tests_run")),
+    ):
+        for key in keys:
+            value = tests.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                out[target] = value
+                break
+    for key in ("test_pass", "pass_rate", "test_pass_rate"):
+        value = summary.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+            out["test_pass"] = float(value)
+            break
+    if isinstance(summary.get("solution_passed"), bool):
+        out["task_pass"] = summary["solution_passed"]
+    return out
+
+
+# -- manifests ---------------------------------------------------------------------------
+
+MANIFEST_TEXT = ("benchmark", "task_id", "difficulty", "agent", "backbone_model", "mode", "prompt_sha256", "run_id")
+MANIFEST_INT = ("tests_passed", "tests_total", "shell_calls", "tokens")
+MANIFEST_FLOAT = ("test_pass", "duration_s")
+
+
+def read_manifest(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Rows of a manifest as (row number, typed fields). Errors name the row and column."""
+    display = path.name
+    if path.suffix.lower() == ".json":
+        data = load_json_file(path, display=display)
+        rows = data.get("runs") if isinstance(data, dict) else data
+        if not isinstance(rows, list):
+            raise FormatError('a JSON manifest is a list of objects (or {"runs": [...]})', file=display)
+        numbered = list(enumerate(rows, start=1))
+    else:
+        try:
+            with path.open(newline="", encoding="utf-8") as handle:
+                numbered = list(enumerate(csv.DictReader(handle), start=2))
+        except UnicodeDecodeError as exc:
+            raise FormatError("manifest is not UTF-8", file=display) from exc
+    typed = []
+    for row_no, row in numbered:
+        if not isinstance(row, dict):
+            raise FormatError("expected an object", file=display, line=row_no)
+        typed.append((row_no, _typed_manifest_row(row, display=display, row_no=row_no)))
+    return typed
+
+
+def _typed_manifest_row(row: dict, *, display: str, row_no: int) -> dict[str, Any]:
+    if not str(row.get("path") or "").strip():
+        raise FormatError("missing required column", file=display, line=row_no, field="path")
+    out: dict[str, Any] = {"path": str(row["path"]).strip()}
+    for key in MANIFEST_TEXT:
+        value = row.get(key)
+        if value not in (None, ""):
+            out[key] = str(value).strip()
+    if "mode" in out:
+        if out["mode"] not in MODE_NAMES:
+            raise FormatError(
+                f"mode must be concurrent or sequential, got {out['mode']!r}", file=display, line=row_no, field="mode"
+            )
+        out["mode"] = MODE_NAMES[out["mode"]]
+    outcomes: dict[str, Any] = {}
+    for key in MANIFEST_INT:
+        value = row.get(key)
+        if value in (None, ""):
+            continue
+        try:
+            outcomes[key] = int(value) if not isinstance(value, bool) else _bad(key, value, display, row_no)
+        except (TypeError, ValueError):
+            _bad(key, value, display, row_no)
+    for key in MANIFEST_FLOAT:
+        value = row.get(key)
+        if value in (None, ""):
+            continue
+        try:
+            outcomes[key] = float(value)
+        except (TypeError, ValueError):
+            _bad(key, value, display, row_no)
+    value = row.get("task_pass")
+    if value not in (None, ""):
+        truthy = {"true", "1", "yes", "pass", "passed"}
+        falsy = {"false", "0", "no", "fail", "failed"}
+        text = str(value).strip().lower()
+        if isinstance(value, bool):
+            outcomes["task_pass"] = value
+        elif text in truthy | falsy:
+            outcomes["task_pass"] = text in truthy
+        else:
+            _bad("task_pass", value, display, row_no)
+    out["outcomes"] = validate_outcomes(outcomes, name=display, line=row_no, prefix="manifest")
+    return out
+
+
+def _bad(key: str, value: Any, display: str, row_no: int) -> Any:
+    raise FormatError(f"cannot read {value!r} as {key}", file=display, line=row_no, field=key)
+
+
+def apply_manifest(found: Discovery, manifest: Path) -> None:
+    rows = read_manifest(manifest)
+    base = manifest.parent
+    used: set[int] = set()
+    for source in found.sources:
+        for row_no, row in rows:
+            if _manifest_matches(row["path"], source, base):
+                used.add(row_no)
+                merged = dict(source.header_defaults)
+                outcomes = dict(merged.get("outcomes") or {})
+                outcomes.update(row["outcomes"])
+                merged.update({k: v for k, v in row.items() if k not in ("path", "outcomes")})
+                merged["outcomes"] = outcomes
+                source.header_defaults = merged
+                break
+    for row_no, row in rows:
+        if row_no not in used:
+            found.warnings.append(
+                ParseWarning(f"manifest row matches no imported file: {row['path']!r}", file=manifest.name, line=row_no)
+            )
+
+
+def _manifest_matches(pattern: str, source: RunSource, base: Path) -> bool:
+    for file in source.files[:1] + source.files[1:]:
+        candidates = {file.name, source.name, source.display(file)}
+        with contextlib.suppress(ValueError):
+            candidates.add(str(file.resolve().relative_to(base.resolve())))
+        if pattern in candidates or any(Path(c).match(pattern) for c in candidates):
+            return True
+    return False

@@ -1,0 +1,179 @@
+"""Plain records every format parser yields; nothing here touches the ORM.
+
+A parser turns one *run source* (a file, or a group of files for native logs) into a
+stream: one `RunHeader` first, then `ContextRecord` and `EventRecord` items in any
+interleaving (an event's context must have been announced earlier). A context may be
+announced again later with more information (e.g. its end time); the importer merges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+CONCURRENT = "concurrent"
+SEQUENTIAL = "sequential"
+MODES = (CONCURRENT, SEQUENTIAL)
+
+MAIN = "main"
+SUB = "sub"
+
+# Event kinds (docs/format.md lists them with their meaning).
+EVENT_KINDS = (
+    "message",
+    "reasoning",
+    "tool_call",
+    "tool_result",
+    "spawn",
+    "wait",
+    "join",
+    "file_write",
+    "error",
+    "other",
+)
+
+OUTCOME_FIELDS = (
+    "task_pass",
+    "tests_passed",
+    "tests_total",
+    "test_pass",
+    "duration_s",
+    "shell_calls",
+    "tokens",
+)
+
+
+class FormatError(Exception):
+    """Bad input, located precisely: `file:line: field: message`."""
+
+    def __init__(self, message: str, *, file: str = "", line: int | None = None, field: str = ""):
+        self.message = message
+        self.file = file
+        self.line = line
+        self.field = field
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = self.file or "<input>"
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.field:
+            where += f": field '{self.field}'"
+        return f"{where}: {self.message}"
+
+
+@dataclass(slots=True)
+class RunHeader:
+    benchmark: str
+    task_id: str
+    agent: str
+    mode: str
+    difficulty: str = ""
+    backbone_model: str = ""
+    prompt_sha256: str = ""
+    run_id: str = ""
+    outcomes: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ContextRecord:
+    id: str
+    role: str = SUB
+    parent: str | None = None
+    label: str = ""
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    status: str = ""
+    line: int | None = None
+
+
+@dataclass(slots=True)
+class EventRecord:
+    context: str
+    seq: int
+    kind: str
+    timestamp: datetime | None = None
+    tool: str = ""
+    text: str = ""
+    files: list[str] = field(default_factory=list)
+    target: str = ""  # the sub-agent a spawn/wait/join refers to
+    line: int | None = None
+
+
+@dataclass(slots=True)
+class ParseWarning:
+    message: str
+    file: str = ""
+    line: int | None = None
+
+    def describe(self) -> str:
+        where = self.file + (f":{self.line}" if self.line is not None else "")
+        return f"{where}: {self.message}" if where else self.message
+
+
+@dataclass(slots=True)
+class RunSource:
+    """What one run is read from: its files, the format, and header defaults."""
+
+    name: str  # shown in reports, e.g. the main file's relative path
+    format: str
+    files: list[Path]
+    header_defaults: dict[str, object] = field(default_factory=dict)
+    root: Path | None = None  # file names in errors are shown relative to this
+
+    def display(self, path: Path) -> str:
+        if self.root is not None:
+            try:
+                return str(path.relative_to(self.root))
+            except ValueError:
+                pass
+        return path.name
+
+
+class Parser:
+    """Interface: `parse(source)` yields records; `format_name` names it."""
+
+    format_name = ""
+
+    def parse(self, source: RunSource) -> Iterator[Record]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(slots=True)
+class DerivedOutcomes:
+    """Totals a native log lets us count (shell calls, tokens); used where the header
+    (manifest/cell.json) gives none. Yielded last, after every event."""
+
+    shell_calls: int | None = None
+    tokens: int | None = None
+
+
+def header_from_defaults(source: RunSource, *, fallback_task: str, agent: str) -> RunHeader:
+    """Header for a native log: manifest/cell.json values, else labelled fallbacks.
+
+    An empty `mode` means "not stated": the importer infers it from the sub-agents and
+    says so in a warning.
+    """
+    defaults = dict(source.header_defaults)
+    text = {
+        key: str(defaults.pop(key, "") or "")
+        for key in ("benchmark", "task_id", "agent", "mode", "difficulty", "backbone_model", "prompt_sha256", "run_id")
+    }
+    return RunHeader(
+        benchmark=text["benchmark"] or "unlabelled",
+        task_id=text["task_id"] or fallback_task,
+        agent=text["agent"] or agent,
+        mode=text["mode"],
+        difficulty=text["difficulty"],
+        backbone_model=text["backbone_model"],
+        prompt_sha256=text["prompt_sha256"],
+        run_id=text["run_id"],
+        outcomes=dict(defaults.pop("outcomes", {}) or {}),
+        extra=defaults,
+    )
+
+
+Record = RunHeader | ContextRecord | EventRecord | ParseWarning | DerivedOutcomes

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from trajectories.generate import SCALES, generate_corpus
+
+
+class Command(BaseCommand):
+    help = "Write a synthetic Parallax JSONL corpus with the study's shape (demo or paper scale)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--scale", choices=sorted(SCALES), default="demo")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--out", type=Path, required=True)
+        parser.add_argument("--gzip", action="store_true")
+
+    def handle(self, *args, **options) -> None:
+        paths = generate_corpus(options["out"], scale=options["scale"], seed=options["seed"], compress=options["gzip"])
+        self.stdout.write(self.style.SUCCESS(f"wrote {len(paths)} runs to {options['out']}"))

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from trajectories.formats.detect import FORMAT_CHOICES
+from trajectories.services import import_paths
+
+
+class Command(BaseCommand):
+    help = (
+        "Import trajectories: Parallax JSONL files, native Claude Code / Codex / Kimi logs, the study's "
+        "corpus tree, or .zip/.tar.gz bundles of any of these. Each run imports in one transaction."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", type=Path)
+        parser.add_argument("--format", default="auto", choices=FORMAT_CHOICES)
+        parser.add_argument("--manifest", type=Path, help="CSV/JSON sidecar with task, mode and outcomes.")
+        parser.add_argument("--quiet-ok", action="store_true", help="Only print failures and the summary.")
+
+    def handle(self, *args, **options) -> None:
+        manifest = options["manifest"]
+        if manifest is not None and not manifest.is_file():
+            raise CommandError(f"manifest not found: {manifest}")
+        for path in options["paths"]:
+            if not path.exists():
+                raise CommandError(f"no such file or folder: {path}")
+        report = import_paths(paths=options["paths"], fmt=options["format"], manifest=manifest)
+        for result in report.results:
+            if result.status == "failed":
+                self.stderr.write(self.style.ERROR(f"FAILED  {result.message}"))
+            elif not options["quiet_ok"]:
+                self.stdout.write(f"{result.status:9} run #{result.run_id}  {result.source}  ({result.events} events)")
+            for warning in result.warnings:
+                self.stdout.write(self.style.WARNING(f"  warning: {warning}"))
+        summary = (
+            f"{report.count('imported')} imported, {report.count('duplicate')} already present, "
+            f"{report.count('failed')} failed; {report.events} events"
+        )
+        self.stdout.write(self.style.SUCCESS(summary) if not report.count("failed") else summary)
+        if report.count("failed"):
+            raise CommandError(f"{report.count('failed')} run(s) failed to import (see above)", returncode=2)

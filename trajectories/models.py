@@ -1,0 +1,213 @@
+"""Runs of coding agents, their agent contexts (main + sub-agents) and events."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Benchmark(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Task(models.Model):
+    class Difficulty(models.TextChoices):
+        EASY = "easy"
+        MEDIUM = "medium"
+        HARD = "hard"
+        UNKNOWN = "", "unknown"
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="tasks")
+    external_id = models.CharField(max_length=255, help_text="The benchmark's own task id.")
+    difficulty = models.CharField(max_length=20, blank=True, default="")
+    prompt_sha256 = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        ordering = ["benchmark__name", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["benchmark", "external_id"], name="task_unique_per_benchmark"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.benchmark.name}/{self.external_id}"
+
+
+class AgentSystem(models.Model):
+    name = models.CharField(max_length=100, unique=True, help_text="e.g. Codex, Claude Code, Kimi Code.")
+    backbone_model = models.CharField(max_length=100, blank=True, default="")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ImportBatch(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    source_name = models.CharField(max_length=255, blank=True, default="", help_text="Uploaded file or paths.")
+    upload_path = models.CharField(max_length=500, blank=True, default="")
+    format = models.CharField(max_length=20, default="auto")
+    total = models.PositiveIntegerField(default=0, help_text="Runs found.")
+    processed = models.PositiveIntegerField(default=0)
+    imported = models.PositiveIntegerField(default=0)
+    duplicates = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    events = models.PositiveBigIntegerField(default=0)
+    report = models.JSONField(default=list, blank=True, help_text="One entry per run source and per error.")
+    error = models.TextField(blank=True, default="", help_text="Why the whole batch failed, if it did.")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"import #{self.pk} ({self.status})"
+
+    @property
+    def progress_percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        return int(100 * self.processed / self.total) if self.total else 0
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class Run(models.Model):
+    class Mode(models.TextChoices):
+        CONCURRENT = "concurrent"
+        SEQUENTIAL = "sequential"
+
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="runs")
+    agent = models.ForeignKey(AgentSystem, on_delete=models.PROTECT, related_name="runs")
+    mode = models.CharField(max_length=10, choices=Mode.choices)
+    backbone_model = models.CharField(max_length=100, blank=True, default="")
+    external_id = models.CharField(max_length=255, blank=True, default="", help_text="run_id from the source.")
+    source_format = models.CharField(max_length=20)
+    source_name = models.CharField(max_length=500)
+    content_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the source bytes.")
+    batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    imported_at = models.DateTimeField(auto_now_add=True)
+    warnings = models.JSONField(default=list, blank=True)
+
+    # Outcomes (null = not reported by the source).
+    task_pass = models.BooleanField(null=True)
+    tests_passed = models.PositiveIntegerField(null=True)
+    tests_total = models.PositiveIntegerField(null=True)
+    test_pass = models.FloatField(null=True, help_text="Fraction of tests passed, 0..1.")
+    duration_s = models.FloatField(null=True)
+    shell_calls = models.PositiveIntegerField(null=True)
+    tokens = models.PositiveBigIntegerField(null=True)
+
+    started_at = models.DateTimeField(null=True)
+    ended_at = models.DateTimeField(null=True)
+    n_events = models.PositiveIntegerField(default=0)
+    n_contexts = models.PositiveIntegerField(default=0)
+
+    # Process metrics (docs/metrics.md), stored at import.
+    subagents_created = models.PositiveIntegerField(default=0)
+    peak_concurrency = models.PositiveIntegerField(default=0)
+    first_spawn_pos = models.FloatField(null=True)
+    first_overlap_pos = models.FloatField(null=True)
+    overlap_ratio = models.FloatField(default=0.0)
+    last_subagent_end_pos = models.FloatField(null=True)
+    created_without_overlap = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["task__benchmark__name", "task__external_id", "agent__name", "mode"]
+        constraints = [
+            # One run per (task, agent, mode): that is what makes a pair unambiguous.
+            models.UniqueConstraint(fields=["task", "agent", "mode"], name="run_unique_task_agent_mode"),
+            models.CheckConstraint(
+                condition=Q(tests_passed__isnull=True)
+                | Q(tests_total__isnull=True)
+                | Q(tests_passed__lte=models.F("tests_total")),
+                name="run_tests_passed_lte_total",
+            ),
+            models.CheckConstraint(
+                condition=Q(test_pass__isnull=True) | (Q(test_pass__gte=0) & Q(test_pass__lte=1)),
+                name="run_test_pass_fraction",
+            ),
+        ]
+        indexes = [models.Index(fields=["mode", "agent"])]
+
+    def __str__(self) -> str:
+        return f"{self.task} · {self.agent.name} · {self.mode}"
+
+    @property
+    def twin_mode(self) -> str:
+        return self.Mode.SEQUENTIAL if self.mode == self.Mode.CONCURRENT else self.Mode.CONCURRENT
+
+
+class AgentContext(models.Model):
+    class Role(models.TextChoices):
+        MAIN = "main"
+        SUB = "sub"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="contexts")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    external_id = models.CharField(max_length=255)
+    role = models.CharField(max_length=4, choices=Role.choices)
+    label = models.TextField(blank=True, default="")
+    started_at = models.DateTimeField(null=True)
+    ended_at = models.DateTimeField(null=True)
+    status = models.CharField(max_length=50, blank=True, default="")
+    n_events = models.PositiveIntegerField(default=0)
+    files_touched = models.JSONField(default=list, blank=True)
+    depth = models.PositiveSmallIntegerField(default=0)
+    position = models.PositiveIntegerField(default=0, help_text="Order of appearance in the run.")
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "external_id"], name="context_unique_per_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.external_id}"
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at and self.ended_at:
+            return (self.ended_at - self.started_at).total_seconds()
+        return None
+
+
+class Event(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    context = models.ForeignKey(AgentContext, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    timestamp = models.DateTimeField(null=True)
+    kind = models.CharField(max_length=12)
+    tool = models.CharField(max_length=100, blank=True, default="")
+    text = models.TextField(blank=True, default="")
+    files = models.JSONField(default=list, blank=True)
+    target = models.CharField(max_length=255, blank=True, default="")
+    source_line = models.PositiveIntegerField(null=True, help_text="Line in the source file, for evidence anchors.")
+
+    class Meta:
+        ordering = ["context", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["context", "seq"], name="event_unique_seq_per_context"),
+        ]
+        indexes = [models.Index(fields=["run", "kind"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.seq}"

@@ -1,0 +1,66 @@
+"""Reads for views, API and exports; every list is a fixed number of queries."""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from .models import AgentContext, Event, Run
+
+RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
+
+
+def run_list(*, filters: dict[str, str] | None = None) -> QuerySet[Run]:
+    """Runs with task/agent joined and an `is_paired` flag (twin of the other mode exists)."""
+    filters = filters or {}
+    twin = Run.objects.filter(task=OuterRef("task"), agent=OuterRef("agent")).exclude(mode=OuterRef("mode"))
+    qs = Run.objects.select_related("task__benchmark", "agent").annotate(is_paired=Exists(twin))
+    if filters.get("benchmark"):
+        qs = qs.filter(task__benchmark__name=filters["benchmark"])
+    if filters.get("agent"):
+        qs = qs.filter(agent__name=filters["agent"])
+    if filters.get("mode"):
+        qs = qs.filter(mode=filters["mode"])
+    if filters.get("difficulty"):
+        qs = qs.filter(task__difficulty=filters["difficulty"])
+    if filters.get("paired") == "yes":
+        qs = qs.filter(is_paired=True)
+    elif filters.get("paired") == "no":
+        qs = qs.filter(is_paired=False)
+    if filters.get("q"):
+        qs = qs.filter(Q(task__external_id__icontains=filters["q"]) | Q(source_name__icontains=filters["q"]))
+    return qs.order_by("task__benchmark__name", "task__external_id", "agent__name", "mode")
+
+
+def run_twin(*, run: Run) -> Run | None:
+    return (
+        Run.objects.select_related("task__benchmark", "agent")
+        .filter(task_id=run.task_id, agent_id=run.agent_id, mode=run.twin_mode)
+        .first()
+    )
+
+
+def run_contexts(*, run: Run) -> list[AgentContext]:
+    return list(AgentContext.objects.filter(run=run).order_by("position"))
+
+
+def context_events(
+    *, context: AgentContext, offset: int = 0, limit: int = 100, kinds: list[str] | None = None
+) -> list[Event]:
+    qs = Event.objects.filter(context=context).order_by("seq")
+    if kinds:
+        qs = qs.filter(kind__in=kinds)
+    return list(qs[offset : offset + limit + 1])  # one extra tells whether there is a next page
+
+
+def filter_choices() -> dict[str, list[str]]:
+    from .models import AgentSystem, Benchmark, Task
+
+    return {
+        "benchmarks": list(Benchmark.objects.values_list("name", flat=True)),
+        "agents": list(AgentSystem.objects.values_list("name", flat=True)),
+        "difficulties": sorted(d for d in Task.objects.values_list("difficulty", flat=True).distinct() if d),
+    }
+
+
+def unpaired_runs() -> QuerySet[Run]:
+    return run_list(filters={"paired": "no"})
