@@ -124,7 +124,7 @@ class _RunWriter:
         self.files: dict[str, set[str]] = {}
         self.counts: dict[str, int] = {}
         self.buffer: list[Event] = []
-        self.warnings: list[str] = []
+        self.warnings: list[str] = list(source.notes)
         self.derived = DerivedOutcomes()
         self.header: RunHeader | None = None
 
@@ -173,6 +173,8 @@ class _RunWriter:
         agent, _ = AgentSystem.objects.get_or_create(
             name=header.agent, defaults={"backbone_model": header.backbone_model}
         )
+        if header.mode:
+            self._refuse_clash(task, agent, header.mode)
         self.run = Run.objects.create(
             task=task,
             agent=agent,
@@ -316,21 +318,24 @@ class _RunWriter:
                 f"{name}: mode not stated (no manifest or cell.json); inferred '{run.mode}' "
                 f"from {computed.subagents_created} sub-agent(s)"
             )
+        self._refuse_clash(run.task, run.agent, run.mode, exclude=run.pk)
+        run.warnings = self.warnings[:200]
+        run.save()
+        return run
+
+    def _refuse_clash(self, task: Task, agent: AgentSystem, mode: str, exclude: int | None = None) -> None:
         clash = (
-            Run.objects.filter(task=run.task, agent=run.agent, mode=run.mode)
-            .exclude(pk=run.pk)
+            Run.objects.filter(task=task, agent=agent, mode=mode)
+            .exclude(pk=exclude)
             .values_list("pk", "source_name")
             .first()
         )
         if clash:
             raise FormatError(
-                f"a {run.mode} run of {run.task} by {run.agent.name} is already stored (run #{clash[0]} from "
-                f"{clash[1]}); delete it first to replace it",
-                file=name,
+                f"a {mode} run of {task} by {agent.name} is already stored (run #{clash[0]} from {clash[1]}); "
+                "delete it first to replace it",
+                file=self.source.name,
             )
-        run.warnings = self.warnings[:200]
-        run.save()
-        return run
 
     def _interval(self, ctx: AgentContext, cid: str, run_end: datetime | None) -> tuple[float, float] | None:
         start, end = ctx.started_at, ctx.ended_at

@@ -1,4 +1,15 @@
 from __future__ import annotations
 
+from django.urls import path
+
+from . import views
+
 app_name = "trajectories"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.run_list, name="run_list"),
+    path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/contexts/<int:context_id>/events/", views.context_events, name="context_events"),
+    path("metrics.csv", views.metrics_csv, name="metrics_csv"),
+    path("imports/", views.import_upload, name="import_upload"),
+    path("imports/<int:batch_id>/", views.import_detail, name="import_detail"),
+]

@@ -153,17 +153,17 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
         claude_sessions.setdefault(session, []).append(extra)
     for session, group in claude_sessions.items():
         main = next((p for p in group if not p.name.startswith(("agent-", "wf_"))), None)
+        notes = []
         if main is None:
-            found.warnings.append(
-                ParseWarning(
-                    f"Claude Code session {session}: main transcript not in the bundle; "
-                    "sub-agent files imported under an empty main agent",
-                    file=_display(group[0], root),
-                )
+            notes.append(
+                f"Claude Code session {session}: main transcript not in the bundle; "
+                "sub-agent files imported under an empty main agent"
             )
             main = group[0]
         ordered = [main] + [p for p in group if p is not main]
-        found.sources.append(RunSource(name=_display(main, root), format="claude_code", files=ordered, root=root))
+        found.sources.append(
+            RunSource(name=_display(main, root), format="claude_code", files=ordered, root=root, notes=notes)
+        )
     for group in codex.group_rollouts(codex_files):
         paths = [m.path for m in group]
         found.sources.append(RunSource(name=_display(paths[0], root), format="codex", files=paths, root=root))

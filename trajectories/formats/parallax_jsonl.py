@@ -31,10 +31,13 @@ _INT_OUTCOMES = ("tests_passed", "tests_total", "shell_calls", "tokens")
 
 
 def looks_like(first_line: Any) -> bool:
-    return (
-        isinstance(first_line, dict)
-        and first_line.get("type") == "run"
-        and str(first_line.get("format", "")).startswith("parallax/")
+    """A Parallax header, or a Parallax body line in first place (the parser then says the header is missing)."""
+    if not isinstance(first_line, dict):
+        return False
+    if first_line.get("type") == "run":
+        return str(first_line.get("format", "")).startswith("parallax/")
+    return (first_line.get("type") == "context" and "id" in first_line) or (
+        first_line.get("type") == "event" and "context" in first_line and "seq" in first_line
     )
 
 

@@ -123,6 +123,7 @@ class RunSource:
     files: list[Path]
     header_defaults: dict[str, object] = field(default_factory=dict)
     root: Path | None = None  # file names in errors are shown relative to this
+    notes: list[str] = field(default_factory=list)  # warnings found while grouping files into this run
 
     def display(self, path: Path) -> str:
         if self.root is not None:

@@ -1,0 +1,130 @@
+"""Shared fixtures: named users per role, logged-in clients, Parallax JSONL writers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from accounts.roles import ADJUDICATOR, ADMIN, ANNOTATOR
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REAL = FIXTURES / "real"
+REQUIRE_SERVICES = os.environ.get("PARALLAX_REQUIRE_SERVICES") == "1"
+
+
+def skip_or_fail(reason: str) -> None:
+    """CI sets PARALLAX_REQUIRE_SERVICES=1: a missing real service is then a failure, not a skip."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"required service unavailable: {reason}")
+    pytest.skip(reason)
+
+
+def _user(username: str, role: str | None = None, **extra) -> User:
+    user = User.objects.create_user(username=username, password="pw-" + username, **extra)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def annotator(db) -> User:
+    return _user("ann1", ANNOTATOR)
+
+
+@pytest.fixture
+def adjudicator(db) -> User:
+    return _user("senior", ADJUDICATOR)
+
+
+@pytest.fixture
+def admin_user(db) -> User:
+    return _user("boss", ADMIN)
+
+
+@pytest.fixture
+def outsider(db) -> User:
+    return _user("outsider")
+
+
+def client_for(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def annotator_client(annotator) -> Client:
+    return client_for(annotator)
+
+
+@pytest.fixture
+def admin_client_(admin_user) -> Client:
+    return client_for(admin_user)
+
+
+def header(
+    task: str = "t-1", mode: str = "concurrent", agent: str = "Codex", benchmark: str = "SWE-bench Verified", **outcomes
+) -> dict:
+    return {
+        "type": "run",
+        "format": "parallax/1",
+        "task": {"benchmark": benchmark, "id": task, "difficulty": "hard"},
+        "agent": {"system": agent, "model": "m"},
+        "mode": mode,
+        "outcomes": outcomes or {"task_pass": True, "tests_passed": 9, "tests_total": 10, "duration_s": 60.0},
+    }
+
+
+def ctx(cid: str, parent: str | None = None, start: str | None = None, end: str | None = None, **extra) -> dict:
+    line = {
+        "type": "context",
+        "id": cid,
+        "role": "main" if parent is None else "sub",
+        "parent": parent,
+        "label": extra.pop("label", cid),
+    }
+    if start:
+        line["started_at"] = start
+    if end:
+        line["ended_at"] = end
+    line.update(extra)
+    return line
+
+
+def ev(context: str, seq: int, ts: str, kind: str = "tool_call", **extra) -> dict:
+    return {"type": "event", "context": context, "seq": seq, "ts": ts, "kind": kind, **extra}
+
+
+def t(seconds: float) -> str:
+    """Timestamp `seconds` after a fixed origin, ISO with Z."""
+    minutes, sec = divmod(seconds, 60)
+    return f"2026-08-01T10:{int(minutes):02d}:{sec:06.3f}Z"
+
+
+def simple_run(task: str = "t-1", mode: str = "concurrent", agent: str = "Codex", n_sub: int = 2) -> list[dict]:
+    lines = [header(task, mode, agent), ctx("main", start=t(0), end=t(100))]
+    lines.append(ev("main", 0, t(0), "message", text="go"))
+    for i in range(n_sub):
+        cid = f"sub-{i}"
+        lines.append(ev("main", i + 1, t(10 + i), "spawn", target=cid))
+        lines.append(ctx(cid, "main", start=t(10 + i), end=t(50 + i)))
+        lines.append(ev(cid, 0, t(12 + i), "file_write", tool="Edit", files=[f"src/f{i}.py"]))
+    return lines
+
+
+def write_jsonl(path: Path, lines: list[dict | bytes | str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        for line in lines:
+            if isinstance(line, bytes):
+                out.write(line + b"\n")
+            elif isinstance(line, str):
+                out.write(line.encode() + b"\n")
+            else:
+                out.write(orjson.dumps(line) + b"\n")
+    return path

@@ -1,0 +1,228 @@
+"""Native adapters on the real files in tests/fixtures/real (copied from ../shared/data)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.conftest import FIXTURES, REAL, write_jsonl
+from trajectories.models import AgentContext, Event, Run
+from trajectories.services import import_paths
+
+pytestmark = pytest.mark.django_db
+
+
+def _only_run(report):
+    assert report.count("failed") == 0, [r.message for r in report.results]
+    assert report.count("imported") == 1
+    return Run.objects.get()
+
+
+def test_claude_code_inline_sidechains():
+    run = _only_run(import_paths(paths=[REAL / "claude-code-inline"]))
+    assert run.agent.name == "Claude Code" and run.source_format == "claude_code"
+    subs = list(AgentContext.objects.filter(run=run, role="sub").order_by("position"))
+    # Two sidechains, matched to their Task calls by prompt; the third Task call failed validation.
+    assert [s.label for s in subs] == ["Check package configuration", "Analyze current project structure"]
+    assert all(s.parent.role == "main" for s in subs)
+    assert run.subagents_created == 2
+    assert run.peak_concurrency == 1  # the two ran one after the other
+    joins = Event.objects.filter(run=run, kind="join")
+    assert {e.target for e in joins} == {f"task-{s.external_id.removeprefix('task-')}" for s in subs}
+    writes = Event.objects.filter(run=run, kind="file_write")
+    assert writes.exists() and "/path/to/Demo/CLAUDE.md" in writes.first().files
+    assert run.shell_calls == Event.objects.filter(run=run, tool="Bash").count()
+    assert run.tokens and run.tokens > 0
+    assert any("mode not stated" in w for w in run.warnings)
+
+
+def test_claude_code_workflow_subagent_files():
+    run = _only_run(import_paths(paths=[REAL / "claude-code-workflow"]))
+    sub = AgentContext.objects.get(run=run, role="sub")
+    assert sub.external_id == "ad89b5caf0addd033"
+    assert sub.label == "fits-card-subcard-regex-scope / Characterize / characterize"
+    assert sub.status == "killed"
+    assert sub.n_events == 3  # user prompt, text, Bash call (the attachment line is skipped)
+    # times come from the workflow state: startedAt .. lastProgressAt (ms)
+    assert sub.started_at.isoformat().startswith("2026-08-15T09:36:41.991")
+    assert sub.ended_at.isoformat().startswith("2026-08-15T09:48:28.334")
+    assert any("main transcript not in the bundle" in w for w in run.warnings)
+
+
+def test_codex_child_rollout_without_its_parent():
+    run = _only_run(import_paths(paths=[REAL / "codex"]))
+    main = AgentContext.objects.get(run=run, role="main")
+    sub = AgentContext.objects.get(run=run, role="sub")
+    assert main.external_id == "019ff8fa-0a3d-75b2-bb71-da34d14f02f5"  # parent_thread_id from session_meta
+    assert sub.external_id == "019ff8fa-2df4-7db0-bb93-10125fd3ccff"
+    assert sub.label == "Epicurus (/root/inspect_auth_validator_tests)"
+    assert run.subagents_created == 1
+
+
+def test_codex_rollouts_are_grouped_by_parent_thread(tmp_path):
+    root_id, child_id = "11111111-0000-0000-0000-000000000001", "11111111-0000-0000-0000-000000000002"
+    root = [
+        {"timestamp": "2026-08-13T02:36:00Z", "type": "session_meta", "payload": {"id": root_id}},
+        {
+            "timestamp": "2026-08-13T02:36:01Z",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "spawn_agent",
+                "call_id": "c1",
+                "arguments": '{"message": "inspect tests", "agent_type": "explorer"}',
+            },
+        },
+        {
+            "timestamp": "2026-08-13T02:36:02Z",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "c1", "output": '{"agent_id": "%s"}' % child_id},
+        },
+        {
+            "timestamp": "2026-08-13T02:36:03Z",
+            "type": "response_item",
+            "payload": {
+                "type": "custom_tool_call",
+                "name": "apply_patch",
+                "call_id": "c2",
+                "input": "*** Begin Patch\n*** Update File: django/core/validators.py\n@@\n*** End Patch",
+            },
+        },
+        {
+            "timestamp": "2026-08-13T02:36:09Z",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": "c3",
+                "arguments": '{"cmd": "pytest"}',
+            },
+        },
+    ]
+    child = [
+        {
+            "timestamp": "2026-08-13T02:36:02Z",
+            "type": "session_meta",
+            "payload": {
+                "id": child_id,
+                "parent_thread_id": root_id,
+                "session_id": root_id,
+                "agent_nickname": "Epicurus",
+            },
+        },
+        {
+            "timestamp": "2026-08-13T02:36:05Z",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]},
+        },
+    ]
+    write_jsonl(tmp_path / "rollout-a.jsonl", root)
+    write_jsonl(tmp_path / "rollout-b.jsonl", child)
+    run = _only_run(import_paths(paths=[tmp_path]))
+    assert run.n_contexts == 2 and run.subagents_created == 1 and run.shell_calls == 1
+    spawn = Event.objects.get(run=run, kind="spawn")
+    assert spawn.tool == "spawn_agent"
+    result = Event.objects.get(run=run, kind="tool_result", tool="spawn_agent")
+    assert result.target == child_id
+    patch = Event.objects.get(run=run, kind="file_write")
+    assert patch.files == ["django/core/validators.py"]
+
+
+def test_kimi_swarm_session():
+    run = _only_run(import_paths(paths=[REAL / "kimi"]))
+    assert run.agent.name == "Kimi Code"
+    subs = list(AgentContext.objects.filter(run=run, role="sub").order_by("external_id"))
+    assert [s.external_id for s in subs] == ["agent-0", "agent-1"]
+    # labels come from state.json's AgentSwarm items
+    assert subs[0].label.startswith("Edit /workspace/django/contrib/auth/backends.py only.")
+    assert run.peak_concurrency == 2  # both ran at once
+    assert run.first_overlap_pos is not None and 0 < run.overlap_ratio < 1
+    edit = Event.objects.get(run=run, kind="file_write", context=subs[0])
+    assert edit.files == ["/workspace/django/contrib/auth/backends.py"]
+    assert Event.objects.filter(run=run, kind="spawn", context__role="main").count() >= 2
+    # the excerpt ends mid-run: sub-agents with no completion event get a warning-free end at their last event
+    assert all(s.ended_at is not None for s in subs)
+
+
+def test_study_corpus_tree_imports_cells_with_outcomes(tmp_path):
+    shutil.copytree(FIXTURES / "corpus", tmp_path / "corpus")
+    report = import_paths(paths=[tmp_path / "corpus"])
+    assert report.count("failed") == 0, [r.message for r in report.results]
+    runs = {r.agent.name: r for r in Run.objects.select_related("agent", "task__benchmark")}
+    assert set(runs) == {"Kimi Code", "Codex"}
+    kimi = runs["Kimi Code"]
+    assert (kimi.task.benchmark.name, kimi.task.external_id, kimi.task.difficulty) == (
+        "swebench_verified",
+        "django__django-11451",
+        "easy",
+    )
+    assert kimi.mode == "concurrent" and kimi.task_pass is True
+    assert kimi.duration_s == pytest.approx(652.985) and kimi.tokens == 641332
+    assert kimi.shell_calls == 20  # usage.tools.Bash from cell.json
+    assert kimi.task.prompt_sha256.startswith("3b394ef3")
+    assert not any("mode not stated" in w for w in kimi.warnings)
+
+
+def test_corpus_cell_pairs_with_a_parallax_twin(tmp_path):
+    from tests.conftest import ctx, ev, header, t
+    from trajectories.selectors import run_twin
+
+    shutil.copytree(FIXTURES / "corpus", tmp_path / "corpus")
+    import_paths(paths=[tmp_path / "corpus"])
+    twin = [
+        header("django__django-11451", "sequential", "Kimi Code", "swebench_verified"),
+        ctx("main", start=t(0), end=t(10)),
+        ev("main", 0, t(1)),
+    ]
+    twin[0]["task"]["prompt_sha256"] = "3b394ef33a4c2eb7541dfa1eb6dd8672bd86a4de24b7c674cccf909c32b1f346"
+    import_paths(paths=[write_jsonl(tmp_path / "serial.jsonl", twin)])
+    kimi = Run.objects.get(agent__name="Kimi Code", mode="concurrent")
+    assert run_twin(run=kimi).source_format == "parallax"
+
+
+def test_twin_with_a_different_prompt_is_refused(tmp_path):
+    from tests.conftest import ctx, header, t
+
+    shutil.copytree(FIXTURES / "corpus", tmp_path / "corpus")
+    import_paths(paths=[tmp_path / "corpus"])
+    twin = [
+        header("django__django-11451", "sequential", "Kimi Code", "swebench_verified"),
+        ctx("main", start=t(0), end=t(10)),
+    ]
+    twin[0]["task"]["prompt_sha256"] = "0" * 64
+    report = import_paths(paths=[write_jsonl(tmp_path / "serial.jsonl", twin)])
+    assert report.results[0].status == "failed" and "prompt_sha256" in report.results[0].message
+
+
+def test_manifest_supplies_task_mode_and_outcomes(tmp_path):
+    shutil.copytree(REAL / "kimi", tmp_path / "kimi")
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text(
+        "path,benchmark,task_id,agent,mode,task_pass,tests_passed,tests_total\n"
+        "kimi/server/events/*.jsonl,SWE-bench Verified,django__django-11451,Kimi Code,concurrent,"
+        "true,12,12\n"
+    )
+    run = _only_run(import_paths(paths=[tmp_path / "kimi"], manifest=manifest))
+    assert (run.task.benchmark.name, run.task.external_id, run.mode) == (
+        "SWE-bench Verified",
+        "django__django-11451",
+        "concurrent",
+    )
+    assert (run.task_pass, run.tests_passed, run.tests_total, run.test_pass) == (True, 12, 12, 1.0)
+
+
+def test_bad_manifest_row_is_named(tmp_path):
+    shutil.copytree(REAL / "kimi", tmp_path / "kimi")
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text("path,tests_passed\nkimi/server/events/*.jsonl,many\n")
+    report = import_paths(paths=[tmp_path / "kimi"], manifest=manifest)
+    assert report.results[0].status == "failed"
+    assert "manifest.csv:2: field 'tests_passed'" in report.results[0].message
+    assert Run.objects.count() == 0
+
+
+def test_unrecognised_file_is_reported_not_dropped(tmp_path):
+    (tmp_path / "notes.jsonl").write_text('{"hello": "world"}\n')
+    report = import_paths(paths=[tmp_path])
+    assert report.results[0].status == "failed" and "notes.jsonl:1" in report.results[0].message

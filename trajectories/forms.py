@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from .formats.detect import FORMAT_CHOICES
+
+ACCEPTED = (".jsonl", ".jsonl.gz", ".json", ".zip", ".tar", ".tar.gz", ".tgz")
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField(
+        help_text="A Parallax JSONL file (.jsonl/.jsonl.gz), a native log, or a .zip/.tar.gz "
+        "bundle (a corpus tree, native agent homes, a manifest)."
+    )
+    format = forms.ChoiceField(choices=[(f, f) for f in FORMAT_CHOICES], initial="auto")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if not upload.name.lower().endswith(ACCEPTED):
+            raise forms.ValidationError(f"{upload.name}: expected one of {', '.join(ACCEPTED)}")
+        if upload.size > settings.PARALLAX_MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(
+                f"{upload.name} is {upload.size:,} bytes; the limit is {settings.PARALLAX_MAX_UPLOAD_BYTES:,}"
+            )
+        return upload

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from accounts.roles import can_import
+
+from . import selectors, services, tasks
+from .exports import METRICS_COLUMNS, csv_lines, metrics_rows
+from .formats.records import EVENT_KINDS, FormatError
+from .forms import UploadForm
+from .models import AgentContext, ImportBatch, Run
+from .timeline import LaneInput, build_timeline
+
+RUNS_PER_PAGE = 50
+EVENTS_PER_PAGE = 100
+
+
+@require_GET
+def run_list(request: HttpRequest) -> HttpResponse:
+    filters = {key: request.GET.get(key, "").strip() for key in (*selectors.RUN_FILTERS, "q")}
+    page = Paginator(selectors.run_list(filters=filters), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"page": page, "filters": filters, "choices": selectors.filter_choices(), "query": query.urlencode()}
+    template = "trajectories/run_list.html#run-table" if request.htmx else "trajectories/run_list.html"
+    return render(request, template, context)
+
+
+def _side(run: Run | None) -> dict | None:
+    if run is None:
+        return None
+    contexts = selectors.run_contexts(run=run)
+    timeline = build_timeline(
+        [
+            LaneInput(
+                id=c.pk,
+                label=c.label or c.external_id,
+                role=c.role,
+                depth=c.depth,
+                status=c.status,
+                started_at=c.started_at,
+                ended_at=c.ended_at,
+            )
+            for c in contexts
+        ]
+    )
+    return {"run": run, "contexts": contexts, "timeline": timeline}
+
+
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run.objects.select_related("task__benchmark", "agent"), pk=run_id)
+    twin = selectors.run_twin(run=run)
+    concurrent, sequential = (run, twin) if run.mode == Run.Mode.CONCURRENT else (twin, run)
+    pair_rows = [{"mode": Run.Mode.CONCURRENT, "run": concurrent}, {"mode": Run.Mode.SEQUENTIAL, "run": sequential}]
+    context = {"run": run, "twin": twin, "left": _side(concurrent), "right": _side(sequential), "pair_rows": pair_rows}
+    return render(request, "trajectories/run_detail.html", context)
+
+
+@require_GET
+def context_events(request: HttpRequest, run_id: int, context_id: int) -> HttpResponse:
+    ctx = get_object_or_404(AgentContext.objects.select_related("run"), pk=context_id, run_id=run_id)
+    try:
+        offset = max(0, int(request.GET.get("offset", "0")))
+    except ValueError:
+        offset = 0
+    kinds = [k for k in request.GET.getlist("kind") if k in EVENT_KINDS]
+    events = selectors.context_events(context=ctx, offset=offset, limit=EVENTS_PER_PAGE, kinds=kinds)
+    has_more = len(events) > EVENTS_PER_PAGE
+    return render(
+        request,
+        "trajectories/partials/events.html",
+        {
+            "ctx": ctx,
+            "events": events[:EVENTS_PER_PAGE],
+            "has_more": has_more,
+            "next_offset": offset + EVENTS_PER_PAGE,
+            "kinds": kinds,
+        },
+    )
+
+
+@require_GET
+def metrics_csv(request: HttpRequest) -> StreamingHttpResponse:
+    filters = {key: request.GET.get(key, "").strip() for key in (*selectors.RUN_FILTERS, "q")}
+    rows = metrics_rows(selectors.run_list(filters=filters).iterator(chunk_size=500))
+    response = StreamingHttpResponse(csv_lines(rows, METRICS_COLUMNS), content_type="text/csv")
+    response["Content-Disposition"] = 'attachment; filename="parallax-run-metrics.csv"'
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+def import_upload(request: HttpRequest) -> HttpResponse:
+    if not can_import(request.user):
+        raise PermissionDenied("Only admins can import trajectories.")
+    form = UploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            batch = services.import_batch_create(
+                upload=form.cleaned_data["file"], user=request.user, fmt=form.cleaned_data["format"]
+            )
+        except FormatError as exc:
+            form.add_error("file", exc.describe())
+        else:
+            transaction.on_commit(lambda: tasks.import_batch.delay(batch.pk))
+            messages.info(request, f"Import #{batch.pk} queued.")
+            if request.htmx:
+                return HttpResponseClientRedirect(batch_url(batch))
+            return redirect("trajectories:import_detail", batch_id=batch.pk)
+    batches = ImportBatch.objects.select_related("created_by")[:20]
+    return render(request, "trajectories/import_upload.html", {"form": form, "batches": batches})
+
+
+def batch_url(batch: ImportBatch) -> str:
+    return reverse("trajectories:import_detail", kwargs={"batch_id": batch.pk})
+
+
+@require_GET
+def import_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
+    if not can_import(request.user):
+        raise PermissionDenied("Only admins can see import batches.")
+    batch = get_object_or_404(ImportBatch, pk=batch_id)
+    template = "trajectories/import_detail.html#progress" if request.htmx else "trajectories/import_detail.html"
+    return render(request, template, {"batch": batch})
