@@ -27,7 +27,7 @@ def skip_or_fail(reason: str) -> None:
 def _user(username: str, role: str | None = None, **extra) -> User:
     user = User.objects.create_user(username=username, password="pw-" + username, **extra)
     if role:
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
 
 

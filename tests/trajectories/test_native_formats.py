@@ -77,7 +77,7 @@ def test_codex_rollouts_are_grouped_by_parent_thread(tmp_path):
         {
             "timestamp": "2026-08-13T02:36:02Z",
             "type": "response_item",
-            "payload": {"type": "function_call_output", "call_id": "c1", "output": '{"agent_id": "%s"}' % child_id},
+            "payload": {"type": "function_call_output", "call_id": "c1", "output": f'{{"agent_id": "{child_id}"}}'},
         },
         {
             "timestamp": "2026-08-13T02:36:03Z",

@@ -1,0 +1,69 @@
+# Parallax — the two set-up commands are `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Django 6 needs Python >= 3.12: take the first one found (pyenv installs count).
+PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 /root/.pyenv/versions/3.13*/bin/python3 /root/.pyenv/versions/3.12*/bin/python3 python3; do \
+	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then command -v $$p; break; fi; done)
+DEMO_DIR := var/demo
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export DEBUG ?= 1
+
+.PHONY: help install demo demo-data run test test-postgres lint format migrations-check check-deploy bench clean
+
+help:
+	@echo "make demo   - venv, install, migrate (SQLite), demo users + data, serve on http://$(HOST):$(PORT)"
+	@echo "make test   - the whole test suite (SQLite; services it can find are used, see docs/deploy.md)"
+	@echo "make lint | migrations-check | check-deploy | bench | test-postgres"
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	@test -n "$(PYTHON)" || { echo "Python >= 3.12 is required (Django 6)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install demo-data run
+
+demo-data: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py create_demo_users
+	$(PY) manage.py generate_corpus --scale demo --seed 1 --out $(DEMO_DIR)/corpus
+	$(PY) manage.py import_trajectories $(DEMO_DIR)/corpus --quiet-ok
+	$(PY) manage.py import_trajectories tests/fixtures/real/claude-code-inline tests/fixtures/real/claude-code-workflow tests/fixtures/real/kimi tests/fixtures/corpus
+	@echo; echo "Demo users (password: parallax-demo): annotator1 annotator2 annotator3 senior admin"
+
+run: install
+	@echo "Parallax on http://$(HOST):$(PORT)/  (log in as admin / parallax-demo)"
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: install
+	$(PY) -m pytest
+
+test-postgres: install
+	@test -n "$$DATABASE_URL" || { echo "set DATABASE_URL=postgres://..."; exit 1; }
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+migrations-check: install
+	$(PY) manage.py makemigrations --check --dry-run
+
+check-deploy: install
+	DEBUG=0 SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))') ALLOWED_HOSTS=parallax.example.org \
+		$(PY) manage.py check --deploy --fail-level WARNING
+
+bench: install
+	$(PY) bench/import_bench.py
+
+clean:
+	rm -rf $(VENV) var db.sqlite3* staticfiles

@@ -1,0 +1,40 @@
+"""Production settings refuse to start on a missing or public secret key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _start(env_extra: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
+    env.update(env_extra)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_production_without_secret_key_refuses_to_start():
+    result = _start({"DEBUG": "0"})
+    assert result.returncode != 0 and "SECRET_KEY is not set" in result.stderr
+
+
+def test_production_with_the_public_development_key_refuses_to_start():
+    from config.settings import _DEV_SECRET_KEY
+
+    result = _start({"DEBUG": "0", "SECRET_KEY": _DEV_SECRET_KEY})
+    assert result.returncode != 0 and "public development key" in result.stderr
+
+
+def test_production_with_a_real_key_starts():
+    result = _start({"DEBUG": "0", "SECRET_KEY": "x" * 60})
+    assert result.returncode == 0, result.stderr
+
+
+def test_healthz_is_public(client, db):
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.content == b"ok"

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.conftest import FIXTURES, simple_run, write_jsonl
+from trajectories.generate import task_list
+from trajectories.metrics import METRIC_FIELDS
+from trajectories.models import Run
+
+pytestmark = pytest.mark.django_db
+
+
+def test_import_command_reports_and_fails_on_bad_runs(tmp_path):
+    write_jsonl(tmp_path / "good.jsonl", simple_run("good"))
+    write_jsonl(tmp_path / "bad.jsonl", ["{not json"])
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_trajectories", str(tmp_path), stdout=out, stderr=err)
+    assert "imported" in out.getvalue() and "bad.jsonl:1" in err.getvalue()
+    assert Run.objects.count() == 1
+
+
+def test_import_command_missing_path():
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("import_trajectories", "/nonexistent/x.jsonl")
+
+
+def test_export_metrics_csv_and_json(tmp_path):
+    call_command("import_trajectories", str(write_jsonl(tmp_path / "r.jsonl", simple_run())), stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("export_metrics", "--format", "csv", stdout=out)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert len(rows) == 1
+    for name in ("run_id", "task_id", "agent", "mode", *METRIC_FIELDS):
+        assert name in rows[0]
+    assert rows[0]["subagents_created"] == "2" and rows[0]["created_without_overlap"] == "False"
+    out = io.StringIO()
+    call_command("export_metrics", "--format", "json", stdout=out)
+    data = json.loads(out.getvalue())
+    assert data[0]["peak_concurrency"] == 2 and data[0]["first_overlap_pos"] == pytest.approx(0.11)
+
+
+def test_generate_corpus_is_deterministic_and_importable(tmp_path):
+    call_command(
+        "generate_corpus", "--scale", "demo", "--seed", "7", "--out", str(tmp_path / "a"), stdout=io.StringIO()
+    )
+    call_command(
+        "generate_corpus", "--scale", "demo", "--seed", "7", "--out", str(tmp_path / "b"), stdout=io.StringIO()
+    )
+    files_a = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert files_a == sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert all((tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes() for n in files_a)
+    assert len(files_a) == len(task_list("demo")) * 3 * 2
+    call_command("import_trajectories", str(tmp_path / "a"), "--quiet-ok", stdout=io.StringIO())
+    assert Run.objects.count() == len(files_a)
+    assert not Run.objects.filter(mode="sequential", subagents_created__gt=0).exists()
+
+
+def test_paper_scale_shape():
+    tasks = task_list("paper")
+    assert len(tasks) == 354 and len(tasks) * 3 * 2 == 2124
+    assert {b for b, _, _ in tasks} == {"SWE-bench Verified", "RepoZero", "NL2Repo", "ProgramBench", "LoopsBench"}
+
+
+def test_paper_scale_fanout_on_hard_loopsbench(tmp_path):
+    import random
+
+    from trajectories.generate import AGENTS, _run_lines
+
+    created = {}
+    for agent in AGENTS:
+        counts = []
+        for i in range(6):
+            lines = list(_run_lines(random.Random(i), "LoopsBench", f"x{i}", "hard", agent, "concurrent", 1))
+            counts.append(sum(1 for line in lines if line["type"] == "context") - 1)
+        created[agent.name] = sum(counts) / len(counts)
+    assert 110 < created["Codex"] < 160
+    assert 50 < created["Claude Code"] < 85
+    assert created["Kimi Code"] <= 6
+
+
+def test_corpus_fixture_via_command():
+    out = io.StringIO()
+    call_command("import_trajectories", str(FIXTURES / "corpus"), stdout=out)
+    assert "2 imported" in out.getvalue()

@@ -1,0 +1,171 @@
+"""Pages: login required, happy paths, htmx fragments, 403/404, pinned query counts, escaping."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from tests.conftest import simple_run, write_jsonl
+from trajectories.models import AgentContext, ImportBatch, Run
+from trajectories.services import import_paths
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def pair(tmp_path):
+    write_jsonl(tmp_path / "c.jsonl", simple_run("t-1", "concurrent", n_sub=3))
+    write_jsonl(tmp_path / "s.jsonl", simple_run("t-1", "sequential", n_sub=0))
+    import_paths(paths=[tmp_path])
+    return Run.objects.get(mode="concurrent"), Run.objects.get(mode="sequential")
+
+
+@pytest.mark.parametrize(
+    "name,kwargs", [("trajectories:run_list", {}), ("trajectories:import_upload", {}), ("trajectories:metrics_csv", {})]
+)
+def test_anonymous_is_sent_to_login(name, kwargs):
+    response = Client().get(reverse(name, kwargs=kwargs))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_run_list(annotator_client, pair):
+    response = annotator_client.get(reverse("trajectories:run_list"))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "<html" in body and "t-1" in body and "paired" in body
+
+
+def test_run_list_htmx_fragment(annotator_client, pair):
+    response = annotator_client.get(reverse("trajectories:run_list"), {"mode": "sequential"}, **HTMX)
+    body = response.content.decode()
+    assert response.status_code == 200 and "<html" not in body
+    assert 'id="run-table"' in body and "1 run" in body
+
+
+def test_run_list_filters_unpaired(annotator_client, pair, tmp_path):
+    import_paths(paths=[write_jsonl(tmp_path / "x" / "lonely.jsonl", simple_run("lonely"))])
+    body = annotator_client.get(reverse("trajectories:run_list"), {"paired": "no"}).content.decode()
+    assert "lonely" in body and ">t-1<" not in body
+
+
+def test_run_list_query_count_is_constant(annotator_client, django_assert_max_num_queries, tmp_path):
+    for i in range(30):
+        write_jsonl(tmp_path / f"r{i}.jsonl", simple_run(f"task-{i}", n_sub=1))
+    import_paths(paths=[tmp_path])
+    with django_assert_max_num_queries(9):  # session, user, count, page, 3 filter choices, (groups)
+        response = annotator_client.get(reverse("trajectories:run_list"))
+    assert response.status_code == 200
+
+
+def test_run_detail_shows_both_runs_and_timeline(annotator_client, pair, django_assert_max_num_queries):
+    concurrent, sequential = pair
+    with django_assert_max_num_queries(8):
+        response = annotator_client.get(reverse("trajectories:run_detail", args=[sequential.pk]))
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert f"run #{concurrent.pk}" in body and f"run #{sequential.pk}" in body
+    assert body.index(f"run #{concurrent.pk}") < body.index(f"run #{sequential.pk}")  # concurrent on the left
+    assert body.count('class="bar sub') == 3 and "<title>sub-0" in body
+
+
+def test_run_detail_of_unpaired_run_says_so(annotator_client, tmp_path):
+    import_paths(paths=[write_jsonl(tmp_path / "lonely.jsonl", simple_run("lonely"))])
+    run = Run.objects.get()
+    body = annotator_client.get(reverse("trajectories:run_detail", args=[run.pk])).content.decode()
+    assert "unpaired" in body and "No twin" in body
+
+
+def test_run_detail_404(annotator_client):
+    assert annotator_client.get(reverse("trajectories:run_detail", args=[999])).status_code == 404
+
+
+def test_events_fragment_paginates(annotator_client, tmp_path):
+    from tests.conftest import ctx, ev, header, t
+
+    lines = [header(), ctx("main", start=t(0), end=t(500))] + [ev("main", i, t(i * 0.1)) for i in range(250)]
+    import_paths(paths=[write_jsonl(tmp_path / "big.jsonl", lines)])
+    main = AgentContext.objects.get()
+    url = reverse("trajectories:context_events", args=[main.run_id, main.pk])
+    first = annotator_client.get(url, **HTMX).content.decode()
+    assert "<html" not in first and first.count('class="event ') == 100 and "offset=100" in first
+    last = annotator_client.get(url, {"offset": 200}, **HTMX).content.decode()
+    assert last.count('class="event ') == 50 and "Load more" not in last
+
+
+def test_events_of_another_runs_context_is_404(annotator_client, pair):
+    concurrent, sequential = pair
+    ctx_of_other = AgentContext.objects.filter(run=concurrent).first()
+    url = reverse("trajectories:context_events", args=[sequential.pk, ctx_of_other.pk])
+    assert annotator_client.get(url).status_code == 404
+
+
+def test_trajectory_text_is_escaped(annotator_client, tmp_path):
+    from tests.conftest import ctx, ev, header, t
+
+    evil = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    lines = [header(), ctx("main", start=t(0), end=t(5), label=evil), ev("main", 0, t(1), "message", text=evil)]
+    import_paths(paths=[write_jsonl(tmp_path / "evil.jsonl", lines)])
+    run = Run.objects.get()
+    detail = annotator_client.get(reverse("trajectories:run_detail", args=[run.pk])).content.decode()
+    main = AgentContext.objects.get()
+    events = annotator_client.get(reverse("trajectories:context_events", args=[run.pk, main.pk])).content.decode()
+    for body in (detail, events):
+        assert "<script>alert(1)" not in body and "&lt;script&gt;" in body
+
+
+def test_metrics_csv_streams(annotator_client, pair):
+    response = annotator_client.get(reverse("trajectories:metrics_csv"))
+    assert response.streaming and response["Content-Type"] == "text/csv"
+    text = b"".join(response.streaming_content).decode()
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("run_id,benchmark,task_id") and "overlap_ratio" in lines[0]
+    assert len(lines) == 3
+
+
+def test_import_page_forbidden_for_annotators(annotator_client):
+    assert annotator_client.get(reverse("trajectories:import_upload")).status_code == 403
+
+
+def test_upload_imports_and_reports_progress(admin_client_, tmp_path, django_capture_on_commit_callbacks):
+    data = write_jsonl(tmp_path / "r.jsonl", simple_run()).read_bytes()
+    upload = SimpleUploadedFile("r.jsonl", data, content_type="application/octet-stream")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client_.post(reverse("trajectories:import_upload"), {"file": upload, "format": "auto"})
+    batch = ImportBatch.objects.get()
+    assert response.status_code == 302 and response["Location"].endswith(f"/imports/{batch.pk}/")
+    assert (batch.status, batch.imported, batch.failed) == ("done", 1, 0)  # eager Celery in tests
+    fragment = admin_client_.get(response["Location"], **HTMX).content.decode()
+    assert "<html" not in fragment and "1 imported" in fragment and "every 1s" not in fragment
+
+
+def test_progress_fragment_polls_while_running(admin_client_, admin_user):
+    batch = ImportBatch.objects.create(created_by=admin_user, status="running", total=10, processed=3)
+    body = admin_client_.get(reverse("trajectories:import_detail", args=[batch.pk]), **HTMX).content.decode()
+    assert 'hx-trigger="every 1s"' in body and "3 of 10" in body
+
+
+def test_upload_rejects_wrong_extension(admin_client_):
+    upload = SimpleUploadedFile("evil.exe", b"MZ")
+    response = admin_client_.post(reverse("trajectories:import_upload"), {"file": upload, "format": "auto"})
+    assert response.status_code == 200 and "expected one of" in response.content.decode()
+    assert ImportBatch.objects.count() == 0
+
+
+def test_upload_size_limit(admin_client_, settings):
+    settings.PARALLAX_MAX_UPLOAD_BYTES = 10
+    upload = SimpleUploadedFile("r.jsonl", b"x" * 100)
+    response = admin_client_.post(reverse("trajectories:import_upload"), {"file": upload, "format": "auto"})
+    assert "the limit is 10" in response.content.decode() and ImportBatch.objects.count() == 0
+
+
+def test_import_detail_404_and_403(admin_client_, annotator_client, admin_user):
+    assert admin_client_.get(reverse("trajectories:import_detail", args=[999])).status_code == 404
+    batch = ImportBatch.objects.create(created_by=admin_user)
+    assert annotator_client.get(reverse("trajectories:import_detail", args=[batch.pk])).status_code == 403
+
+
+def test_logout_requires_post(annotator_client):
+    assert annotator_client.get(reverse("logout")).status_code == 405
