@@ -65,19 +65,34 @@ def worker(tmp_path):
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    keys = ("broker_url", "task_always_eager", "task_default_queue")
-    saved = {key: celery_app.conf[key] for key in keys}
-    celery_app.conf.update(broker_url=broker, task_always_eager=False, task_default_queue=queue)
+    saved = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = False
     try:
-        yield proc
+        yield Worker(proc, broker, queue, tmp_path / "worker.log")
     finally:
-        celery_app.conf.update(saved)
+        celery_app.conf.task_always_eager = saved
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+class Worker:
+    def __init__(self, proc: subprocess.Popen, broker: str, queue: str, log: Path):
+        self.proc, self.broker, self.queue, self.log = proc, broker, queue, log
+
+    def send(self, batch_id: int) -> str:
+        """Enqueue through a connection of our own: earlier eager tests may have cached a memory:// pool."""
+        with celery_app.connection_for_write(url=self.broker) as conn:
+            return tasks.import_batch.apply_async(args=[batch_id], connection=conn, queue=self.queue).id
+
+    def wait_done(self, batch_id: int, timeout: float = 90) -> ImportBatch:
+        try:
+            return _wait_done(batch_id, timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n--- worker log ---\n{self.log.read_text()[-4000:]}") from None
 
 
 def _wait_done(batch_id: int, timeout: float = 90) -> ImportBatch:
@@ -93,14 +108,13 @@ def _wait_done(batch_id: int, timeout: float = 90) -> ImportBatch:
 def test_worker_imports_an_uploaded_batch_exactly_once(worker, tmp_path, admin_user):
     data = write_jsonl(tmp_path / "r.jsonl", simple_run("via-worker", n_sub=2)).read_bytes()
     batch = services.import_batch_create(upload=SimpleUploadedFile("r.jsonl", data), user=admin_user)
-    result = tasks.import_batch.delay(batch.pk)
-    assert result.id  # really sent through the broker, not run eagerly
-    batch = _wait_done(batch.pk)
+    assert worker.send(batch.pk)  # really sent through the broker, not run eagerly
+    batch = worker.wait_done(batch.pk)
     assert (batch.status, batch.imported, batch.failed) == ("done", 1, 0), batch.report
     run = Run.objects.get(task__external_id="via-worker")
     assert run.subagents_created == 2
     # A redelivered task (crash after the import) is harmless: the batch is finished, nothing is imported twice.
-    tasks.import_batch.delay(batch.pk)
+    worker.send(batch.pk)
     time.sleep(2)
     assert Run.objects.filter(task__external_id="via-worker").count() == 1
-    assert worker.poll() is None  # the worker is still alive
+    assert worker.proc.poll() is None  # the worker is still alive
