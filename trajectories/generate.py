@@ -52,7 +52,7 @@ def task_list(scale: str) -> list[tuple[str, str, str]]:
     factor = SCALES[scale]
     tasks = []
     for bench, count in BENCHMARKS.items():
-        n = max(2, round(count * factor))
+        n = max(len(DIFFICULTIES), round(count * factor))  # every difficulty group, even at demo scale
         slug = bench.lower().replace(" ", "-").replace("_", "-")
         for i in range(n):
             tasks.append((bench, f"{slug}-{i:03d}", DIFFICULTIES[i % 3]))

@@ -414,7 +414,6 @@ def import_paths(
     report = ImportReport()
     with tempfile.TemporaryDirectory(prefix="parallax-import-") as scratch:
         expanded: list[Path] = []
-        root: Path | None = None
         for path in paths:
             if path.is_file() and archives.is_archive(path):
                 try:
@@ -425,10 +424,8 @@ def import_paths(
                 expanded.append(dest)
             else:
                 expanded.append(path)
-        if len(expanded) == 1 and expanded[0].is_dir():
-            root = expanded[0]
         try:
-            found = discover(expanded, fmt=fmt, manifest=manifest, root=root)
+            found = discover(expanded, fmt=fmt, manifest=manifest)
         except FormatError as exc:
             report.results.append(RunResult(exc.file or "manifest", "failed", message=exc.describe()))
             return report

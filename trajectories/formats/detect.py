@@ -54,39 +54,35 @@ def parser_for(format_name: str) -> Parser:
         raise FormatError(f"unknown format {format_name!r}; one of {', '.join(PARSERS)}") from exc
 
 
-def discover(
-    paths: Iterable[Path], *, fmt: str = "auto", manifest: Path | None = None, root: Path | None = None
-) -> Discovery:
+def discover(paths: Iterable[Path], *, fmt: str = "auto", manifest: Path | None = None) -> Discovery:
+    """Group the files under `paths` into run sources. File names in messages are relative to
+    the folder given on the command line (or bare names for files given directly)."""
+    if fmt != "auto" and fmt not in PARSERS:
+        raise FormatError(f"unknown format {fmt!r}; one of {', '.join(FORMAT_CHOICES)}")
+    forced = None if fmt == "auto" else fmt
     found = Discovery()
-    files: list[Path] = []
-    cell_dirs: list[Path] = []
+    loose: list[Path] = []
     for path in paths:
         if path.is_dir():
-            base = root or path
-            for cell in sorted(path.rglob("cell.json")):
-                cell_dirs.append(cell.parent)
-            cells = set(cell_dirs)
-            for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
-                if cells.isdisjoint(file.parents):
-                    files.append(file)
-            root = base
+            cells = sorted({cell.parent for cell in path.rglob("cell.json")})
+            for cell in cells:
+                try:
+                    found.sources.append(_cell_source(cell, root=path))
+                except FormatError as exc:
+                    found.errors.append(exc)
+            in_cells = set(cells)
+            files = [
+                p
+                for p in sorted(path.rglob("*"))
+                if p.is_file() and not p.is_symlink() and in_cells.isdisjoint(p.parents)
+            ]
+            _group_native(files, found, root=path, forced=forced)
         elif path.is_file():
-            files.append(path)
+            loose.append(path)
         else:
             found.errors.append(FormatError("no such file or folder", file=str(path)))
-    if root is None and files:
-        root = files[0].parent
-    for cell in cell_dirs:
-        try:
-            found.sources.append(_cell_source(cell, root=root))
-        except FormatError as exc:
-            found.errors.append(exc)
-    if fmt != "auto":
-        if fmt not in PARSERS:
-            raise FormatError(f"unknown format {fmt!r}; one of {', '.join(FORMAT_CHOICES)}")
-        _group_native(files, found, root=root, forced=fmt)
-    else:
-        _group_native(files, found, root=root, forced=None)
+    if loose:
+        _group_native(loose, found, root=None, forced=forced)
     if manifest is not None:
         apply_manifest(found, manifest)
     return found

@@ -1,0 +1,30 @@
+import sys, tempfile
+from playwright.sync_api import sync_playwright
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+base = "http://127.0.0.1:8765"
+with sync_playwright() as p, tempfile.TemporaryDirectory() as prof:
+    b = p.chromium.launch_persistent_context(prof, executable_path="/usr/bin/chromium", headless=True, args=ARGS,
+                                             viewport={"width": 1500, "height": 950})
+    pg = b.new_page()
+    pg.goto(base + "/accounts/login/")
+    pg.fill("input[name=username]", "admin"); pg.fill("input[name=password]", "parallax-demo"); pg.click("button[type=submit]")
+    pg.wait_for_selector("#run-table")
+    pg.select_option("select[name=benchmark]", "LoopsBench")
+    pg.wait_for_timeout(800)
+    pg.screenshot(path="docs/img/run-list.png")
+    # a hard LoopsBench concurrent run of Claude Code
+    pg.goto(base + "/trajectories/?benchmark=LoopsBench&agent=Claude+Code&mode=concurrent&difficulty=hard")
+    pg.click("#run-table tbody tr:first-child td:nth-child(2) a")
+    pg.wait_for_selector("svg.lanes")
+    pg.locator("section.side.concurrent ol.contexts details").nth(1).locator("summary").click()
+    pg.wait_for_selector("section.side.concurrent .event")
+    pg.evaluate("window.scrollTo(0, 0)")
+    pg.screenshot(path="docs/img/run-pair.png")
+    pg.goto(base + "/trajectories/?agent=Kimi+Code&benchmark=swebench_verified")
+    pg.click("#run-table tbody tr:first-child td:nth-child(2) a")
+    pg.wait_for_selector("svg.lanes")
+    pg.locator("section.side.concurrent ol.contexts details").nth(1).locator("summary").click()
+    pg.wait_for_selector("section.side.concurrent .event")
+    pg.screenshot(path="docs/img/run-pair-kimi.png", full_page=False)
+    b.close()
