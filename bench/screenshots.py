@@ -1,14 +1,31 @@
-import sys, tempfile
+"""Regenerate the README screenshots: run `make demo` (or `make run` on demo data) on port 8765 first,
+e.g. `DEBUG=1 .venv/bin/python manage.py runserver 127.0.0.1:8765`, then `.venv/bin/python bench/screenshots.py`."""
+
+from __future__ import annotations
+
+import tempfile
+
 from playwright.sync_api import sync_playwright
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 base = "http://127.0.0.1:8765"
 with sync_playwright() as p, tempfile.TemporaryDirectory() as prof:
-    b = p.chromium.launch_persistent_context(prof, executable_path="/usr/bin/chromium", headless=True, args=ARGS,
-                                             viewport={"width": 1500, "height": 950})
+    b = p.chromium.launch_persistent_context(
+        prof, executable_path="/usr/bin/chromium", headless=True, args=ARGS, viewport={"width": 1500, "height": 950}
+    )
     pg = b.new_page()
     pg.goto(base + "/accounts/login/")
-    pg.fill("input[name=username]", "admin"); pg.fill("input[name=password]", "parallax-demo"); pg.click("button[type=submit]")
+    pg.fill("input[name=username]", "admin")
+    pg.fill("input[name=password]", "parallax-demo")
+    pg.click("button[type=submit]")
     pg.wait_for_selector("#run-table")
     pg.select_option("select[name=benchmark]", "LoopsBench")
     pg.wait_for_timeout(800)

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import archives, metrics
+from . import archives, bulk, metrics
 from .formats.detect import discover, parser_for
 from .formats.records import (
     CONCURRENT,
@@ -33,7 +33,7 @@ from .formats.records import (
     RunHeader,
     RunSource,
 )
-from .models import AgentContext, AgentSystem, Benchmark, Event, ImportBatch, Run, Task
+from .models import AgentContext, AgentSystem, Benchmark, ImportBatch, Run, Task
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class _RunWriter:
         self.last_ts: dict[str, datetime] = {}
         self.files: dict[str, set[str]] = {}
         self.counts: dict[str, int] = {}
-        self.buffer: list[Event] = []
+        self.buffer: list[tuple] = []
         self.warnings: list[str] = list(source.notes)
         self.derived = DerivedOutcomes()
         self.header: RunHeader | None = None
@@ -222,18 +222,19 @@ class _RunWriter:
                 line=record.line,
                 field="context",
             )
+        # Plain tuples: bulk.insert_events writes them with COPY / executemany.
         self.buffer.append(
-            Event(
-                run=self.run,
-                context=ctx,
-                seq=record.seq,
-                timestamp=record.timestamp,
-                kind=record.kind,
-                tool=record.tool[:100],
-                text=record.text,
-                files=record.files,
-                target=record.target[:255],
-                source_line=record.line,
+            (
+                self.run.pk,
+                ctx.pk,
+                record.seq,
+                record.timestamp,
+                record.kind,
+                record.tool[:100],
+                record.text,
+                record.files,
+                record.target[:255],
+                record.line,
             )
         )
         cid = record.context
@@ -250,7 +251,7 @@ class _RunWriter:
 
     def _flush(self) -> None:
         if self.buffer:
-            Event.objects.bulk_create(self.buffer, batch_size=EVENT_FLUSH)
+            bulk.insert_events(self.buffer)
             self.buffer = []
 
     def _need_run(self, line: int | None) -> None:
@@ -300,11 +301,7 @@ class _RunWriter:
                     main_interval.append(interval)
             else:
                 intervals.append(interval)
-        AgentContext.objects.bulk_update(
-            list(self.contexts.values()),
-            ["parent", "role", "label", "status", "started_at", "ended_at", "n_events", "files_touched", "depth"],
-            batch_size=500,
-        )
+        bulk.update_contexts(list(self.contexts.values()))
         computed = metrics.process_metrics(intervals, main=main_interval)
         for key, value in computed.as_dict().items():
             setattr(run, key, value)

@@ -136,6 +136,9 @@ def _from_epoch(value: float, *, file: str, line: int | None, field: str) -> dat
 
 
 def clip_text(text: str, limit: int = MAX_EVENT_TEXT) -> str:
+    """Bound an event's text; NUL characters (which PostgreSQL text cannot hold) become U+FFFD."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n… [{len(text) - limit} more characters cut by Parallax]"
