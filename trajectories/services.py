@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from . import archives, bulk, metrics
-from .formats.detect import discover, parser_for
+from .formats.detect import FORMAT_CHOICES, discover, parser_for
 from .formats.records import (
     CONCURRENT,
     MAIN,
@@ -387,6 +387,8 @@ class _RunWriter:
             run.shell_calls = self.derived.shell_calls
         if run.tokens is None and self.derived.tokens is not None:
             run.tokens = self.derived.tokens
+        if run.duration_s is None and self.derived.duration_s is not None:
+            run.duration_s = self.derived.duration_s
         if run.test_pass is None and run.tests_total:
             run.test_pass = (run.tests_passed or 0) / run.tests_total
         if run.duration_s is None and run.started_at and run.ended_at:
@@ -454,7 +456,7 @@ def _limits() -> archives.ArchiveLimits:
 
 def import_batch_create(*, upload, user, fmt: str = "auto") -> ImportBatch:
     """Store an uploaded bundle and create its batch; the caller enqueues the import."""
-    if fmt not in ("auto", "parallax", "claude_code", "codex", "kimi"):
+    if fmt not in FORMAT_CHOICES:
         raise FormatError(f"unknown format {fmt!r}")
     if upload.size > settings.PARALLAX_MAX_UPLOAD_BYTES:
         raise FormatError(

@@ -226,3 +226,31 @@ def test_unrecognised_file_is_reported_not_dropped(tmp_path):
     (tmp_path / "notes.jsonl").write_text('{"hello": "world"}\n')
     report = import_paths(paths=[tmp_path])
     assert report.results[0].status == "failed" and "notes.jsonl:1" in report.results[0].message
+
+
+def test_swe_agent_traj():
+    run = _only_run(import_paths(paths=[REAL / "swe-agent"]))
+    assert (run.agent.name, run.mode, run.source_format) == ("SWE-agent", "sequential", "swe_agent")
+    assert run.n_contexts == 1 and run.subagents_created == 0
+    assert run.tokens == 7141 + 243  # info.model_stats tokens_sent + tokens_received
+    assert run.shell_calls == 5  # every SWE-agent action runs in its shell
+    assert run.duration_s == pytest.approx(1.6329, abs=1e-3)  # sum of execution_time (no timestamps in .traj)
+    edit = Event.objects.get(run=run, kind="file_write")
+    assert edit.tool == "edit" and edit.files == ["/SWE-agent__test-repo/tests/missing_colon.py"]
+
+
+def test_openhands_event_list():
+    run = _only_run(import_paths(paths=[REAL / "openhands"]))
+    assert run.agent.name == "OpenHands" and run.n_events == 4
+    write = Event.objects.get(run=run, kind="file_write")
+    assert write.tool == "edit" and write.files == ["/workspace/game_2048.py"]
+    assert Event.objects.get(run=run, kind="tool_result").tool == "edit"
+    assert run.started_at.isoformat().startswith("2025-01-27T22:44:56")
+
+
+def test_truncated_swe_agent_file_is_rejected(tmp_path):
+    data = (REAL / "swe-agent" / "6e44b9__sweagenttestrepo-1c2844.traj").read_bytes()
+    (tmp_path / "cut.traj").write_bytes(data[: len(data) // 2])
+    report = import_paths(paths=[tmp_path])
+    assert report.results[0].status == "failed" and "cut.traj" in report.results[0].message
+    assert Run.objects.count() == 0 and Event.objects.count() == 0

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import claude_code, codex, kimi, parallax_jsonl
+from . import claude_code, codex, kimi, openhands, parallax_jsonl, swe_agent
 from .common import first_json_line, load_json_file
 from .parallax_jsonl import validate_outcomes
 from .records import CONCURRENT, SEQUENTIAL, FormatError, Parser, ParseWarning, RunSource
@@ -30,6 +30,8 @@ PARSERS: dict[str, type[Parser]] = {
     "claude_code": claude_code.ClaudeCodeParser,
     "codex": codex.CodexParser,
     "kimi": kimi.KimiParser,
+    "swe_agent": swe_agent.SweAgentParser,
+    "openhands": openhands.OpenHandsParser,
 }
 FORMAT_CHOICES = ("auto", *PARSERS)
 
@@ -112,6 +114,13 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
             continue
         if name.startswith("wf_") and name.endswith(".json"):
             claude_extras.append(file)
+            continue
+        if forced in ("swe_agent", "openhands") or (forced is None and swe_agent.looks_like(file)):
+            kind = forced or "swe_agent"
+            found.sources.append(RunSource(name=_display(file, root), format=kind, files=[file], root=root))
+            continue
+        if forced is None and openhands.looks_like(file):
+            found.sources.append(RunSource(name=_display(file, root), format="openhands", files=[file], root=root))
             continue
         if not name.endswith(_JSONL):
             continue  # cell metadata, prompts, patches, manifests ... are not runs

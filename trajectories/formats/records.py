@@ -150,6 +150,7 @@ class DerivedOutcomes:
 
     shell_calls: int | None = None
     tokens: int | None = None
+    duration_s: float | None = None  # when the log has durations but no wall-clock timestamps
 
 
 def header_from_defaults(source: RunSource, *, fallback_task: str, agent: str) -> RunHeader:

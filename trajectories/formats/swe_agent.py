@@ -1,0 +1,106 @@
+"""SWE-agent trajectories (`*.traj`): one JSON document, streamed with ijson.
+
+`trajectory[]` holds the steps ({thought, action, observation, execution_time, state});
+`info` holds `exit_status`, `submission` and `model_stats` (tokens_sent/received).
+SWE-agent is a single agent: one main context, no sub-agents. Steps carry no wall-clock
+timestamps, so the run has no timeline; its duration is the sum of `execution_time`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ijson
+
+from .common import clip_text, open_binary, read_head
+from .records import (
+    MAIN,
+    SEQUENTIAL,
+    ContextRecord,
+    DerivedOutcomes,
+    EventRecord,
+    FormatError,
+    Parser,
+    ParseWarning,
+    Record,
+    RunSource,
+    header_from_defaults,
+)
+
+EDIT_COMMANDS = ("edit", "create", "append", "insert", "str_replace", "write")
+
+
+def looks_like(path: Path) -> bool:
+    if not path.name.endswith((".traj", ".traj.gz")):
+        return False
+    head = read_head(path, 2048)
+    return head.lstrip().startswith(b"{")
+
+
+class SweAgentParser(Parser):
+    format_name = "swe_agent"
+
+    def parse(self, source: RunSource) -> Iterator[Record]:
+        path = source.files[0]
+        name = source.name
+        header = header_from_defaults(source, fallback_task=path.name.split(".traj")[0], agent="SWE-agent")
+        if not header.mode:
+            header.mode = SEQUENTIAL  # a single agent: there is nothing concurrent to infer
+        yield header
+        yield ContextRecord(id="main", role=MAIN, label="SWE-agent")
+        duration = 0.0
+        seq = -1
+        steps = 0
+        try:
+            with open_binary(path) as handle:
+                for index, step in enumerate(ijson.items(handle, "trajectory.item", use_float=True)):
+                    if not isinstance(step, dict):
+                        raise FormatError("expected an object", file=name, field=f"trajectory[{index}]")
+                    steps += 1
+                    if isinstance(step.get("execution_time"), (int, float)):
+                        duration += float(step["execution_time"])
+                    for event in _step_events(step, index):
+                        seq += 1
+                        event.seq = seq
+                        yield event
+            info = _info(path, name)
+        except ijson.JSONError as exc:
+            raise FormatError(f"not valid JSON ({exc})", file=name) from exc
+        if steps == 0:
+            yield ParseWarning("no steps in trajectory[]", file=name)
+        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        tokens = sum(v for k, v in stats.items() if k in ("tokens_sent", "tokens_received") and isinstance(v, int))
+        yield DerivedOutcomes(shell_calls=steps, tokens=tokens or None, duration_s=round(duration, 3) or None)
+
+
+def _info(path: Path, name: str) -> dict[str, Any]:
+    with open_binary(path) as handle:
+        for info in ijson.items(handle, "info", use_float=True):
+            return info if isinstance(info, dict) else {}
+    return {}
+
+
+def _step_events(step: dict, index: int) -> Iterator[EventRecord]:
+    state = step.get("state") if isinstance(step.get("state"), dict) else {}
+    thought = step.get("thought") or step.get("response") or ""
+    if isinstance(thought, str) and thought.strip():
+        yield EventRecord(context="main", seq=0, kind="reasoning", text=clip_text(thought))
+    action = step.get("action")
+    if isinstance(action, str) and action.strip():
+        command = action.strip().split()[0]
+        is_edit = command in EDIT_COMMANDS or (command == "str_replace_editor" and " view " not in f" {action} ")
+        open_file = state.get("open_file") if isinstance(state.get("open_file"), str) else ""
+        files = [open_file] if is_edit and open_file and open_file != "n/a" else []
+        yield EventRecord(
+            context="main",
+            seq=0,
+            kind="file_write" if is_edit else "tool_call",
+            tool=command,
+            text=clip_text(action),
+            files=files,
+        )
+    observation = step.get("observation")
+    if isinstance(observation, str) and observation:
+        yield EventRecord(context="main", seq=0, kind="tool_result", text=clip_text(observation))
