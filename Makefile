@@ -34,6 +34,9 @@ demo-data: install
 	$(PY) manage.py generate_corpus --scale demo --seed 1 --out $(DEMO_DIR)/corpus
 	$(PY) manage.py import_trajectories $(DEMO_DIR)/corpus --quiet-ok
 	$(PY) manage.py import_trajectories tests/fixtures/corpus tests/fixtures/real/claude-code-inline tests/fixtures/real/claude-code-workflow tests/fixtures/real/swe-agent tests/fixtures/real/openhands
+	$(PY) manage.py load_codebook
+	$(PY) manage.py create_study "Demo study" --annotators annotator1,annotator2,annotator3 --adjudicator senior || true
+	$(PY) manage.py assign "Demo study"
 	@echo; echo "Demo users (password: parallax-demo): annotator1 annotator2 annotator3 senior admin"
 
 run: install

@@ -1,1 +1,217 @@
-"""Studies, assignments and labels arrive with the annotation issue (#3)."""
+"""Studies, double assignment, annotations with labels, their history, and final labels."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from taxonomy.models import Code, Codebook
+from trajectories.models import Run
+
+User = settings.AUTH_USER_MODEL
+
+
+class Study(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    codebook = models.ForeignKey(
+        Codebook, on_delete=models.PROTECT, related_name="studies", help_text="The pinned (frozen) codebook version."
+    )
+    runs = models.ManyToManyField(
+        Run,
+        related_name="studies",
+        blank=True,
+        help_text="Runs in scope (default: every concurrent run with a sequential twin).",
+    )
+    annotators = models.ManyToManyField(User, related_name="annotator_studies")
+    adjudicator = models.ForeignKey(User, on_delete=models.PROTECT, related_name="adjudicated_studies")
+    seed = models.IntegerField(default=0, help_text="Makes the assignment reproducible.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Assignment(models.Model):
+    """One annotator coding one run. Slots 1 and 2 make 'at most two per run' a database rule."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="assignments")
+    annotator = models.ForeignKey(User, on_delete=models.PROTECT, related_name="assignments")
+    slot = models.PositiveSmallIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "run", "slot"]
+        constraints = [
+            models.CheckConstraint(condition=Q(slot__in=(1, 2)), name="assignment_slot_1_or_2"),
+            models.UniqueConstraint(fields=["study", "run", "slot"], name="assignment_two_per_run"),
+            models.UniqueConstraint(fields=["study", "run", "annotator"], name="assignment_once_per_annotator"),
+        ]
+        indexes = [models.Index(fields=["study", "annotator"])]
+
+    def __str__(self) -> str:
+        return f"{self.study} · run {self.run_id} · slot {self.slot}"
+
+
+class Annotation(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        SUBMITTED = "submitted"
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
+    status = models.CharField(max_length=9, choices=Status.choices, default=Status.DRAFT)
+    version = models.PositiveIntegerField(default=1, help_text="Optimistic lock: every save must name it.")
+    no_failure = models.BooleanField(default=False, help_text="Explicitly: no failure mode in this run.")
+    notes = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["assignment"]
+
+    def __str__(self) -> str:
+        return f"annotation of {self.assignment}"
+
+    @property
+    def is_submitted(self) -> bool:
+        return self.status == self.Status.SUBMITTED
+
+
+class Label(models.Model):
+    """One failure mode picked by an annotator, with what the study recorded for it."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="labels")
+    code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="labels")
+    rationale = models.TextField(blank=True, default="")
+    realized_consequence = models.TextField(blank=True, default="")
+    evidence = models.JSONField(default=list, blank=True, help_text="Anchors in the concurrent run (file:line).")
+    contrast = models.JSONField(default=list, blank=True, help_text="Anchors in the sequential twin (file:line).")
+    nearest_rejected = models.ForeignKey(Code, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    rejection_reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["annotation", "code__position"]
+        constraints = [models.UniqueConstraint(fields=["annotation", "code"], name="label_once_per_code")]
+
+    def __str__(self) -> str:
+        return f"{self.code} on {self.annotation}"
+
+
+class AuditEntry(models.Model):
+    """Append-only history of every change to an annotation (who, when, before, after)."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="history")
+    actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+    action = models.CharField(max_length=20)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["annotation", "at", "pk"]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_id} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise ValueError("audit entries are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("audit entries are append-only")
+
+
+class Final(models.Model):
+    """The final (gold) coding of a run in a study, and how it was reached."""
+
+    class Provenance(models.TextChoices):
+        AGREED = "agreed"
+        CONSENSUS = "consensus"
+        ADJUDICATED = "adjudicated"
+        IMPORTED = "imported", "imported (published labels)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="finals")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="finals")
+    provenance = models.CharField(max_length=11, choices=Provenance.choices)
+    no_failure = models.BooleanField(default=False)
+    note = models.TextField(blank=True, default="")
+    decided_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "run"], name="final_once_per_run")]
+
+    def __str__(self) -> str:
+        return f"final for run {self.run_id} ({self.provenance})"
+
+
+class FinalLabel(models.Model):
+    final = models.ForeignKey(Final, on_delete=models.CASCADE, related_name="labels")
+    code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="+")
+    rationale = models.TextField(blank=True, default="")
+    evidence = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["final", "code"], name="final_label_once_per_code")]
+
+    def __str__(self) -> str:
+        return f"{self.code} in {self.final}"
+
+
+class PilotRound(models.Model):
+    """Open coding on a pilot sample before the codebook is fixed."""
+
+    name = models.CharField(max_length=200, unique=True)
+    runs = models.ManyToManyField(Run, related_name="pilot_rounds")
+    annotators = models.ManyToManyField(User, related_name="pilot_rounds")
+    base_codebook = models.ForeignKey(
+        Codebook,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Promoted codes are added to a new draft version of this codebook.",
+    )
+    result_codebook = models.ForeignKey(
+        Codebook,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The draft version the codes were promoted into.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class OpenCode(models.Model):
+    """A free-text code an annotator wrote on a pilot run; `promoted_to` keeps the mapping."""
+
+    pilot = models.ForeignKey(PilotRound, on_delete=models.CASCADE, related_name="open_codes")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
+    annotator = models.ForeignKey(User, on_delete=models.PROTECT, related_name="+")
+    text = models.CharField(max_length=200)
+    memo = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    promoted_to = models.ForeignKey(Code, null=True, blank=True, on_delete=models.SET_NULL, related_name="open_codes")
+
+    class Meta:
+        ordering = ["pilot", "text"]
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def group_key(self) -> str:
+        return " ".join(self.text.lower().split())

@@ -1,1 +1,87 @@
-"""Codebooks arrive with the taxonomy issue (#3)."""
+"""Versioned codebooks: category → subcategory → mode codes with definitions.
+
+A frozen codebook never changes (services refuse, and so does `Code.save`); edits are made
+in a new draft version whose `parent` is the version it came from. Studies pin one version.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Codebook(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        FROZEN = "frozen"
+
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=6, choices=Status.choices, default=Status.DRAFT)
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="children",
+        help_text="The version this one was derived from.",
+    )
+    description = models.TextField(blank=True, default="")
+    change_log = models.TextField(blank=True, default="", help_text="What changed from the parent version.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    frozen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="codebook_unique_version")]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version} ({self.status})"
+
+    @property
+    def is_frozen(self) -> bool:
+        return self.status == self.Status.FROZEN
+
+
+class Code(models.Model):
+    class Level(models.TextChoices):
+        CATEGORY = "category"
+        SUBCATEGORY = "subcategory"
+        MODE = "mode"
+
+    codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="codes")
+    level = models.CharField(max_length=11, choices=Level.choices)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    key = models.SlugField(max_length=100, help_text="Stable across versions: labels and exports use it.")
+    name = models.CharField(max_length=200)
+    definition = models.TextField(blank=True, default="")
+    inclusion = models.TextField(blank=True, default="", help_text="When to use this code.")
+    exclusion = models.TextField(blank=True, default="", help_text="When not to (and what to use instead).")
+    example = models.TextField(blank=True, default="")
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["codebook", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["codebook", "key"], name="code_unique_key"),
+            models.CheckConstraint(
+                condition=models.Q(level="category", parent__isnull=True)
+                | (~models.Q(level="category") & models.Q(parent__isnull=False)),
+                name="code_parent_iff_not_category",
+            ),
+        ]
+        indexes = [models.Index(fields=["codebook", "level"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        # A frozen codebook is a published record: refuse any write, whatever the caller.
+        if Codebook.objects.filter(pk=self.codebook_id, status=Codebook.Status.FROZEN).exists():
+            raise FrozenCodebookError(f"{self.codebook} is frozen; make a new version to change it")
+        super().save(*args, **kwargs)
+
+
+class FrozenCodebookError(Exception):
+    pass

@@ -128,3 +128,43 @@ def write_jsonl(path: Path, lines: list[dict | bytes | str]) -> Path:
             else:
                 out.write(orjson.dumps(line) + b"\n")
     return path
+
+
+# -- studies --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def codebook(db):
+    from taxonomy.services import codebook_load_default
+
+    return codebook_load_default()
+
+
+@pytest.fixture
+def trio(db):
+    from accounts.roles import ANNOTATOR
+
+    return [_user(f"coder{i}", ANNOTATOR) for i in (1, 2, 3)]
+
+
+@pytest.fixture
+def study(db, tmp_path, codebook, trio, adjudicator):
+    """Six paired tasks (12 runs) over two agents and two benchmarks, assigned."""
+    from annotation.services import study_assign, study_create
+    from trajectories.services import import_paths
+
+    for i in range(6):
+        agent = "Codex" if i % 2 else "Kimi Code"
+        bench = "LoopsBench" if i < 3 else "NL2Repo"
+        for mode in ("concurrent", "sequential"):
+            lines = simple_run(f"task-{i}", mode, agent, n_sub=2 if mode == "concurrent" else 0)
+            lines[0]["task"]["benchmark"] = bench
+            write_jsonl(tmp_path / "study" / f"{i}-{mode}.jsonl", lines)
+    import_paths(paths=[tmp_path / "study"])
+    created = study_create(name="S", codebook=codebook, annotators=trio, adjudicator=adjudicator)
+    study_assign(study=created)
+    return created
+
+
+def mode_code(codebook, key: str):
+    return codebook.codes.get(key=key)

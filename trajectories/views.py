@@ -55,14 +55,18 @@ def _side(run: Run | None) -> dict | None:
     return {"run": run, "contexts": contexts, "timeline": timeline}
 
 
-@require_GET
-def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(Run.objects.select_related("task__benchmark", "agent"), pk=run_id)
+def pair_sides(run: Run) -> dict:
+    """The concurrent run on the left, its sequential twin on the right (either may be missing)."""
     twin = selectors.run_twin(run=run)
     concurrent, sequential = (run, twin) if run.mode == Run.Mode.CONCURRENT else (twin, run)
     pair_rows = [{"mode": Run.Mode.CONCURRENT, "run": concurrent}, {"mode": Run.Mode.SEQUENTIAL, "run": sequential}]
-    context = {"run": run, "twin": twin, "left": _side(concurrent), "right": _side(sequential), "pair_rows": pair_rows}
-    return render(request, "trajectories/run_detail.html", context)
+    return {"run": run, "twin": twin, "left": _side(concurrent), "right": _side(sequential), "pair_rows": pair_rows}
+
+
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run.objects.select_related("task__benchmark", "agent"), pk=run_id)
+    return render(request, "trajectories/run_detail.html", pair_sides(run))
 
 
 @require_GET

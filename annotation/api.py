@@ -1,0 +1,163 @@
+"""API for annotators: only ever their own assignments and annotations (blind coding)."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import selectors, services
+from .models import Annotation, Assignment, Label
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    study = serializers.CharField(source="study.name")
+    benchmark = serializers.CharField(source="run.task.benchmark.name")
+    task_id = serializers.CharField(source="run.task.external_id")
+    agent = serializers.CharField(source="run.agent.name")
+    status = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "study", "run", "benchmark", "task_id", "agent", "slot", "status"]
+        read_only_fields = fields
+
+    def get_status(self, assignment: Assignment) -> str:
+        annotation = getattr(assignment, "annotation", None)
+        return annotation.status if annotation else "not started"
+
+
+class LabelSerializer(serializers.ModelSerializer):
+    code = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    nearest_rejected = serializers.SlugRelatedField(slug_field="key", read_only=True)
+
+    class Meta:
+        model = Label
+        fields = [
+            "code",
+            "rationale",
+            "realized_consequence",
+            "evidence",
+            "contrast",
+            "nearest_rejected",
+            "rejection_reason",
+        ]
+        read_only_fields = fields
+
+
+class AnnotationSerializer(serializers.ModelSerializer):
+    assignment = serializers.IntegerField(source="assignment_id", read_only=True)
+    labels = LabelSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Annotation
+        fields = ["assignment", "status", "version", "no_failure", "notes", "labels", "updated_at", "submitted_at"]
+        read_only_fields = fields
+
+
+class LabelInputSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="mode key")
+    rationale = serializers.CharField(allow_blank=True, default="")
+    realized_consequence = serializers.CharField(allow_blank=True, default="")
+    evidence = serializers.ListField(child=serializers.CharField(), default=list)
+    contrast = serializers.ListField(child=serializers.CharField(), default=list)
+    nearest_rejected = serializers.CharField(allow_blank=True, allow_null=True, default=None)
+    rejection_reason = serializers.CharField(allow_blank=True, default="")
+
+
+class AnnotationWriteSerializer(serializers.Serializer):
+    """Only content: owner, status and version cannot be set (version is the precondition)."""
+
+    version = serializers.IntegerField(help_text="the version you read; a stale one gets 409")
+    no_failure = serializers.BooleanField(default=False)
+    notes = serializers.CharField(allow_blank=True, default="")
+    labels = LabelInputSerializer(many=True, default=list)
+
+
+class SubmitSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+
+
+def _own(request: Request, assignment_id: int) -> Assignment:
+    assignment = selectors.own_assignment(user=request.user, assignment_id=assignment_id)
+    if assignment is None:
+        raise Http404
+    return assignment
+
+
+def _error(exc: services.AnnotationError) -> Response:
+    code = status.HTTP_409_CONFLICT if isinstance(exc, services.ConflictError | services.LockedError) else 422
+    return Response({"detail": str(exc), "errors": exc.errors}, status=code)
+
+
+class MyAssignmentsAPI(generics.ListAPIView):
+    serializer_class = AssignmentSerializer
+
+    def get_queryset(self):
+        return selectors.my_assignments(user=self.request.user)
+
+
+class AnnotationAPI(APIView):
+    @extend_schema(responses=AnnotationSerializer)
+    def get(self, request: Request, assignment_id: int) -> Response:
+        annotation = services.annotation_for(assignment=_own(request, assignment_id))
+        return Response(AnnotationSerializer(annotation).data)
+
+    @extend_schema(request=AnnotationWriteSerializer, responses={200: AnnotationSerializer})
+    def put(self, request: Request, assignment_id: int) -> Response:
+        assignment = _own(request, assignment_id)
+        payload = AnnotationWriteSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        codes = {c.key: c.pk for c in assignment.study.codebook.codes.all()}
+        unknown = [label["code"] for label in data["labels"] if label["code"] not in codes]
+        unknown += [
+            label["nearest_rejected"]
+            for label in data["labels"]
+            if label["nearest_rejected"] and label["nearest_rejected"] not in codes
+        ]
+        if unknown:
+            return Response({"detail": f"unknown code key(s): {', '.join(unknown)}"}, status=422)
+        labels = [
+            services.LabelInput(
+                code_id=codes[label["code"]],
+                rationale=label["rationale"],
+                realized_consequence=label["realized_consequence"],
+                evidence=label["evidence"],
+                contrast=label["contrast"],
+                nearest_rejected_id=codes.get(label["nearest_rejected"] or ""),
+                rejection_reason=label["rejection_reason"],
+            )
+            for label in data["labels"]
+        ]
+        annotation = services.annotation_for(assignment=assignment)
+        try:
+            services.annotation_save(
+                annotation=annotation,
+                actor=request.user,
+                version=data["version"],
+                no_failure=data["no_failure"],
+                notes=data["notes"],
+                labels=labels,
+            )
+        except services.AnnotationError as exc:
+            return _error(exc)
+        return Response(AnnotationSerializer(annotation).data)
+
+
+class AnnotationSubmitAPI(APIView):
+    @extend_schema(request=SubmitSerializer, responses={200: AnnotationSerializer})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        annotation = services.annotation_for(assignment=_own(request, assignment_id))
+        payload = SubmitSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            services.annotation_submit(
+                annotation=annotation, actor=request.user, version=payload.validated_data["version"]
+            )
+        except services.AnnotationError as exc:
+            return _error(exc)
+        return Response(AnnotationSerializer(annotation).data)

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.services import AnnotationError, study_create
+from taxonomy.models import Codebook
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a study pinning a frozen codebook, with three annotators and a senior adjudicator. "
+        "Runs in scope: every concurrent run that has a sequential twin."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--codebook", type=int, help="Codebook id (default: the newest frozen one).")
+        parser.add_argument("--annotators", required=True, help="Three usernames, comma-separated.")
+        parser.add_argument("--adjudicator", required=True)
+        parser.add_argument("--seed", type=int, default=0)
+
+    def handle(self, *args, **options) -> None:
+        User = get_user_model()
+        names = [n.strip() for n in options["annotators"].split(",") if n.strip()]
+        users = list(User.objects.filter(username__in=names))
+        missing = sorted(set(names) - {u.username for u in users})
+        if missing:
+            raise CommandError(f"unknown user(s): {', '.join(missing)}")
+        try:
+            adjudicator = User.objects.get(username=options["adjudicator"])
+        except User.DoesNotExist as exc:
+            raise CommandError(f"unknown user: {options['adjudicator']}") from exc
+        codebooks = Codebook.objects.filter(status=Codebook.Status.FROZEN)
+        codebook = (
+            codebooks.filter(pk=options["codebook"]) if options["codebook"] else codebooks.order_by("-frozen_at")
+        ).first()
+        if codebook is None:
+            raise CommandError("no frozen codebook (run `manage.py load_codebook` first)")
+        try:
+            study = study_create(
+                name=options["name"], codebook=codebook, annotators=users, adjudicator=adjudicator, seed=options["seed"]
+            )
+        except AnnotationError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(
+            self.style.SUCCESS(f"study #{study.pk} {study.name}: {study.runs.count()} runs, codebook {codebook}")
+        )

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.models import Study
+from annotation.published import PublishedFormatError, parse_annotation_md
+from annotation.services import AnnotationError, published_import
+
+
+class Command(BaseCommand):
+    help = (
+        "Load the study's published annotation records (annotation.md, one per pair) as one annotator's "
+        "submitted labels (--as-annotator USER) or as final labels (--as-gold). Folders are searched."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="Study id or name.")
+        parser.add_argument("paths", nargs="+", type=Path)
+        who = parser.add_mutually_exclusive_group(required=True)
+        who.add_argument("--as-annotator")
+        who.add_argument("--as-gold", action="store_true")
+
+    def handle(self, *args, **options) -> None:
+        ref = options["study"]
+        study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else Study.objects.filter(name=ref).first()
+        if study is None:
+            raise CommandError(f"no study {ref!r}")
+        annotator = None
+        if options["as_annotator"]:
+            annotator = get_user_model().objects.filter(username=options["as_annotator"]).first()
+            if annotator is None:
+                raise CommandError(f"unknown user {options['as_annotator']!r}")
+        files = []
+        for path in options["paths"]:
+            files.extend(sorted(path.rglob("annotation.md")) if path.is_dir() else [path])
+        failed = 0
+        for file in files:
+            hint = file.parent.name.split("__")[0] if "__" in file.parent.name else ""
+            try:
+                record = parse_annotation_md(file.read_text(encoding="utf-8"), name=str(file))
+                result = published_import(study=study, record=record, annotator=annotator, benchmark_hint=hint)
+            except (PublishedFormatError, AnnotationError, OSError, UnicodeDecodeError) as exc:
+                failed += 1
+                self.stderr.write(self.style.ERROR(f"FAILED {exc}"))
+                continue
+            self.stdout.write(f"run #{result.run_id}: {', '.join(result.imported) or 'no known label'}")
+            for unknown in result.unknown:
+                self.stdout.write(self.style.WARNING(f"  unknown label (kept in notes): {unknown}"))
+            if result.error:
+                self.stdout.write(self.style.WARNING(f"  {result.error}"))
+        if failed:
+            raise CommandError(f"{failed} record(s) failed")

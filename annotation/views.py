@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from trajectories.views import pair_sides
+
+from . import selectors, services
+from .forms import parse_annotation_form
+from .models import Assignment
+
+
+def _own(request: HttpRequest, assignment_id: int) -> Assignment:
+    assignment = selectors.own_assignment(user=request.user, assignment_id=assignment_id)
+    if assignment is None:
+        raise Http404("No such assignment of yours.")
+    return assignment
+
+
+@require_GET
+def queue(request: HttpRequest) -> HttpResponse:
+    assignments = list(selectors.my_assignments(user=request.user))
+    context = {
+        "assignments": assignments,
+        "progress": selectors.queue_progress(user=request.user),
+        "next": selectors.next_assignment(user=request.user),
+    }
+    return render(request, "annotation/queue.html", context)
+
+
+@require_GET
+def next_run(request: HttpRequest) -> HttpResponse:
+    assignment = selectors.next_assignment(user=request.user)
+    if assignment is None:
+        return redirect("annotation:queue")
+    return redirect("annotation:annotate", assignment_id=assignment.pk)
+
+
+@require_GET
+def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _own(request, assignment_id)
+    annotation = services.annotation_for(assignment=assignment)
+    labels = {label.code_id: label for label in annotation.labels.all()}
+    tree = selectors.picker_tree(study=assignment.study)
+    modes = [mode for category in tree for sub in category.children for mode in sub.children]
+    context = {
+        "assignment": assignment,
+        "annotation": annotation,
+        "tree": tree,
+        "labels": labels,
+        "cards": [(node.code, labels.get(node.code.pk)) for node in modes],
+        "all_codes": [node.code for node in modes],
+        **pair_sides(assignment.run),
+    }
+    return render(request, "annotation/annotate.html", context)
+
+
+def _status(request: HttpRequest, annotation, *, error: str = "", status: int = 200) -> HttpResponse:
+    response = render(
+        request, "annotation/partials/save_status.html", {"annotation": annotation, "error": error}, status=status
+    )
+    return response
+
+
+@require_POST
+def save(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _own(request, assignment_id)
+    annotation = services.annotation_for(assignment=assignment)
+    try:
+        version, no_failure, notes, labels = parse_annotation_form(request.POST)
+        services.annotation_save(
+            annotation=annotation,
+            actor=request.user,
+            version=version,
+            no_failure=no_failure,
+            notes=notes,
+            labels=labels,
+        )
+    except services.ConflictError as exc:
+        annotation.refresh_from_db()
+        return _status(request, annotation, error=str(exc), status=409)
+    except services.LockedError as exc:
+        return _status(request, annotation, error=str(exc), status=409)
+    except services.AnnotationError as exc:
+        return _status(request, annotation, error=str(exc), status=422)
+    if not request.htmx:
+        return redirect("annotation:annotate", assignment_id=assignment.pk)
+    return _status(request, annotation)
+
+
+@require_POST
+def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _own(request, assignment_id)
+    annotation = services.annotation_for(assignment=assignment)
+    try:
+        version, no_failure, notes, labels = parse_annotation_form(request.POST)
+        # Submitting saves what is on the screen first, then locks it.
+        services.annotation_save(
+            annotation=annotation,
+            actor=request.user,
+            version=version,
+            no_failure=no_failure,
+            notes=notes,
+            labels=labels,
+        )
+        services.annotation_submit(annotation=annotation, actor=request.user, version=annotation.version)
+    except services.ConflictError as exc:
+        annotation.refresh_from_db()
+        return _status(request, annotation, error=str(exc), status=409)
+    except services.LockedError as exc:
+        return _status(request, annotation, error=str(exc), status=409)
+    except services.AnnotationError as exc:
+        annotation.refresh_from_db()
+        return _status(request, annotation, error=str(exc), status=422)
+    target = reverse("annotation:next")
+    return HttpResponseClientRedirect(target) if request.htmx else redirect(target)

@@ -1,0 +1,109 @@
+// Code picker for the annotate page: cards follow the checkboxes, search, keyboard, "cite".
+(function () {
+  "use strict";
+  const form = document.getElementById("annotation-form");
+  if (!form) return;
+  const search = document.getElementById("code-search");
+  const noFailure = document.getElementById("no-failure");
+  const boxes = () => Array.from(form.querySelectorAll('input[name="code"]'));
+  let activeCard = null;
+
+  function showCard(box) {
+    const card = document.getElementById(box.dataset.card);
+    if (!card) return;
+    card.hidden = !box.checked;
+    box.closest(".mode-option").classList.toggle("picked", box.checked);
+    if (box.checked) activeCard = card;
+  }
+
+  function markImplied() {
+    // A mode implies its subcategory and category: highlight them.
+    form.querySelectorAll(".subcategory, .category").forEach((node) => {
+      node.classList.toggle("implied", !!node.querySelector('input[name="code"]:checked'));
+    });
+  }
+
+  boxes().forEach((box) => {
+    showCard(box);
+    box.addEventListener("change", () => {
+      if (box.checked && noFailure.checked) noFailure.checked = false;
+      showCard(box);
+      markImplied();
+      if (box.checked) {
+        const rationale = document.getElementById(box.dataset.card).querySelector('[data-role="rationale"]');
+        if (rationale && document.activeElement === search) rationale.focus();
+      }
+    });
+  });
+  markImplied();
+
+  noFailure.addEventListener("change", () => {
+    if (noFailure.checked) boxes().forEach((box) => { box.checked = false; showCard(box); });
+    markImplied();
+  });
+
+  form.addEventListener("focusin", (event) => {
+    const card = event.target.closest(".label-card");
+    if (card) activeCard = card;
+  });
+
+  function filter() {
+    const query = search.value.trim().toLowerCase();
+    form.querySelectorAll(".mode-option").forEach((li) => {
+      li.hidden = query !== "" && !li.dataset.search.includes(query);
+    });
+    form.querySelectorAll(".subcategory, .category").forEach((node) => {
+      node.hidden = query !== "" && !node.querySelector(".mode-option:not([hidden])");
+    });
+  }
+  search.addEventListener("input", filter);
+  search.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      const first = form.querySelector(".mode-option:not([hidden]) input");
+      if (first) {
+        first.checked = !first.checked;
+        first.dispatchEvent(new Event("change", { bubbles: true }));
+        if (first.checked) document.getElementById(first.dataset.card).querySelector('[data-role="rationale"]').focus();
+      }
+      search.value = "";
+      filter();
+    } else if (event.key === "Escape") {
+      search.value = "";
+      filter();
+    }
+  });
+
+  function save() { htmx.trigger(form, "change"); }
+  function submit() { const b = document.getElementById("submit-button"); if (b) b.click(); }
+
+  document.addEventListener("keydown", (event) => {
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
+    if (event.key === "/" && !typing) { event.preventDefault(); search.focus(); }
+    else if ((event.ctrlKey || event.metaKey) && event.key === "s") { event.preventDefault(); save(); }
+    else if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); submit(); }
+    else if (event.altKey && event.key === "0") {
+      event.preventDefault();
+      noFailure.checked = !noFailure.checked;
+      noFailure.dispatchEvent(new Event("change", { bubbles: true }));
+    }
+  });
+
+  // "cite" buttons on events (loaded later by htmx, hence the delegated listener).
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest(".cite");
+    if (!button) return;
+    event.preventDefault();
+    if (!activeCard || activeCard.hidden) {
+      alert("Pick a failure mode (or click into its card) first; the event is cited there.");
+      return;
+    }
+    const role = button.dataset.mode === "sequential" ? "contrast" : "evidence";
+    const field = activeCard.querySelector(`[data-role="${role}"]`);
+    const lines = field.value.split("\n").map((l) => l.trim()).filter(Boolean);
+    if (!lines.includes(button.dataset.anchor)) lines.push(button.dataset.anchor);
+    field.value = lines.join("\n");
+    field.dispatchEvent(new Event("change", { bubbles: true }));
+    button.textContent = "cited";
+  });
+})();

@@ -1,0 +1,87 @@
+"""The study's own annotation.md records, on the real sample."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Annotation, Final
+from annotation.published import PublishedFormatError, parse_annotation_md
+from annotation.services import AnnotationError, published_import, study_create
+from tests.conftest import REAL, simple_run, write_jsonl
+from trajectories.services import import_paths
+
+SAMPLE = REAL / "paper-annotations" / "nl2repo__dictdatabase__codex" / "annotation.md"
+
+
+def test_parse_real_sample():
+    record = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
+    assert record.pair_id == "dictdatabase/codex"
+    assert record.header["outcome_relation"] == "parallel_only_pass"
+    [failure] = record.failures
+    assert failure.labels == ("Shared State and Merge Problems", "Concurrent Writes", "Final-Tree Overwrite")
+    assert failure.anchors("parallel_evidence") == [
+        "parallel/agent/codex/sessions/2026/08/07/rollout-2026-08-07T07-57-39-019fdb3a-4f79-7012-aeb3-169c9391d9e5"
+        ".jsonl:348"
+    ]
+    assert failure.fields["nearest_rejected_label"] == "Unisolated Workspace Writes"
+    assert failure.fields["reasoning"].startswith("The parallel run had live parent")
+
+
+def test_parse_errors_name_the_line():
+    with pytest.raises(PublishedFormatError, match="pair_id"):
+        parse_annotation_md("# nothing\n")
+    with pytest.raises(PublishedFormatError, match=r"x.md:3: Failure 1 has no 'third_label:'"):
+        parse_annotation_md("pair_id: a/codex\n\n## Failure 1\ntop_label: A\nsub_label: B\n", name="x.md")
+
+
+@pytest.fixture
+def dictdb_study(db, tmp_path, codebook, trio, adjudicator):
+    for mode in ("concurrent", "sequential"):
+        lines = simple_run("dictdatabase", mode, "Codex", n_sub=1 if mode == "concurrent" else 0)
+        lines[0]["task"]["benchmark"] = "nl2repo"
+        write_jsonl(tmp_path / "d" / f"{mode}.jsonl", lines)
+    import_paths(paths=[tmp_path / "d"])
+    return study_create(name="P", codebook=codebook, annotators=trio, adjudicator=adjudicator)
+
+
+def test_import_as_an_annotators_submitted_labels(dictdb_study, trio):
+    record = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
+    result = published_import(study=dictdb_study, record=record, annotator=trio[0])
+    assert result.imported == ["Final-Tree Overwrite"] and result.unknown == []
+    annotation = Annotation.objects.get(assignment__annotator=trio[0])
+    assert annotation.is_submitted
+    label = annotation.labels.get()
+    assert label.nearest_rejected.name == "Unisolated Workspace Writes"
+    assert label.contrast[0].startswith("serial/agent/codex/sessions/")
+    assert label.realized_consequence.startswith("A child replaced the shared package tree")
+
+
+def test_import_as_gold(dictdb_study):
+    record = parse_annotation_md(SAMPLE.read_text())
+    published_import(study=dictdb_study, record=record)
+    final = Final.objects.get()
+    assert final.provenance == "imported" and [fl.code.key for fl in final.labels.all()] == ["final-tree-overwrite"]
+
+
+def test_unknown_labels_are_reported_and_kept(dictdb_study, trio):
+    text = SAMPLE.read_text().replace("third_label: Final-Tree Overwrite", "third_label: Telepathic Merge")
+    result = published_import(study=dictdb_study, record=parse_annotation_md(text), annotator=trio[0])
+    assert result.unknown == ["Failure 1: Shared State and Merge Problems > Concurrent Writes > Telepathic Merge"]
+    annotation = Annotation.objects.get(assignment__annotator=trio[0])
+    assert "Telepathic Merge" in annotation.notes and not annotation.is_submitted
+
+
+def test_label_under_the_wrong_parent_is_reported(dictdb_study):
+    text = SAMPLE.read_text().replace("sub_label: Concurrent Writes", "sub_label: Overloaded Handoff")
+    result = published_import(study=dictdb_study, record=parse_annotation_md(text))
+    assert "files Final-Tree Overwrite under" in result.unknown[0]
+
+
+def test_missing_run_is_an_error(dictdb_study):
+    text = (
+        SAMPLE.read_text()
+        .replace("task_id: dictdatabase", "task_id: nope")
+        .replace("pair_id: dictdatabase", "pair_id: nope")
+    )
+    with pytest.raises(AnnotationError, match="no concurrent run of task 'nope'"):
+        published_import(study=dictdb_study, record=parse_annotation_md(text))

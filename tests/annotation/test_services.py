@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from annotation.models import Annotation, Assignment, AuditEntry
+from annotation.services import (
+    AnnotationError,
+    ConflictError,
+    LabelInput,
+    LockedError,
+    annotation_for,
+    annotation_save,
+    annotation_submit,
+    annotator_replace,
+    assignment_add,
+    study_assign,
+    study_create,
+)
+from taxonomy.services import codebook_new_version
+from tests.conftest import _user, mode_code
+
+pytestmark = pytest.mark.django_db
+
+
+def test_study_scope_is_paired_concurrent_runs(study):
+    assert study.runs.count() == 6 and set(study.runs.values_list("mode", flat=True)) == {"concurrent"}
+
+
+def test_each_run_has_exactly_two_annotators_and_load_is_even(study, trio):
+    per_run = Counter(Assignment.objects.filter(study=study).values_list("run_id", flat=True))
+    assert set(per_run.values()) == {2} and len(per_run) == 6
+    per_annotator = Counter(Assignment.objects.filter(study=study).values_list("annotator_id", flat=True))
+    assert set(per_annotator.values()) == {4}  # 6 runs × 2 / 3
+
+
+def test_assign_is_idempotent(study):
+    assert study_assign(study=study) == 0
+    assert Assignment.objects.filter(study=study).count() == 12
+
+
+def test_database_refuses_a_third_annotator_or_a_duplicate(study, adjudicator):
+    a = Assignment.objects.filter(study=study).first()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Assignment.objects.create(study=study, run=a.run, annotator=adjudicator, slot=3)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Assignment.objects.create(study=study, run=a.run, annotator=adjudicator, slot=a.slot)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        other_slot = 1 if a.slot == 2 else 2
+        Assignment.objects.filter(study=study, run=a.run, slot=other_slot).delete()
+        Assignment.objects.create(study=study, run=a.run, annotator=a.annotator, slot=other_slot)
+    with pytest.raises(AnnotationError, match="already has two"):
+        assignment_add(study=study, run=a.run, annotator=adjudicator)
+
+
+def test_study_needs_frozen_codebook_three_annotators_and_separate_adjudicator(codebook, trio, adjudicator):
+    draft = codebook_new_version(codebook=codebook)
+    with pytest.raises(AnnotationError, match="freeze"):
+        study_create(name="x", codebook=draft, annotators=trio, adjudicator=adjudicator)
+    with pytest.raises(AnnotationError, match="three"):
+        study_create(name="x", codebook=codebook, annotators=trio[:2], adjudicator=adjudicator)
+    with pytest.raises(AnnotationError, match="adjudicator"):
+        study_create(name="x", codebook=codebook, annotators=trio, adjudicator=trio[0])
+
+
+def _assignment(study, user):
+    return Assignment.objects.filter(study=study, annotator=user).order_by("run_id").first()
+
+
+def test_save_submit_and_history(study, trio, codebook):
+    annotation = annotation_for(assignment=_assignment(study, trio[0]))
+    code = mode_code(codebook, "same-file-collision")
+    annotation_save(
+        annotation=annotation,
+        actor=trio[0],
+        version=1,
+        no_failure=False,
+        notes="n",
+        labels=[LabelInput(code_id=code.pk, rationale="two writers", evidence=["a.jsonl:3", "a.jsonl:3"])],
+    )
+    assert annotation.version == 2
+    label = annotation.labels.get()
+    assert label.evidence == ["a.jsonl:3"]
+    annotation_submit(annotation=annotation, actor=trio[0], version=2)
+    annotation.refresh_from_db()
+    assert annotation.is_submitted and annotation.version == 3
+    actions = list(AuditEntry.objects.filter(annotation=annotation).values_list("action", flat=True))
+    assert actions == ["save", "submit"]
+    entry = AuditEntry.objects.filter(annotation=annotation).first()
+    assert entry.before["labels"] == [] and entry.after["labels"][0]["code"] == "same-file-collision"
+    with pytest.raises(LockedError):
+        annotation_save(annotation=annotation, actor=trio[0], version=3, no_failure=True, notes="", labels=[])
+
+
+def test_stale_version_is_a_conflict_and_writes_nothing(study, trio, codebook):
+    annotation = annotation_for(assignment=_assignment(study, trio[0]))
+    code = mode_code(codebook, "lossy-handoff")
+    annotation_save(
+        annotation=annotation,
+        actor=trio[0],
+        version=1,
+        no_failure=False,
+        notes="tab A",
+        labels=[LabelInput(code_id=code.pk, rationale="first")],
+    )
+    stale = Annotation.objects.get(pk=annotation.pk)
+    stale.version = 1  # a second tab still holding version 1
+    with pytest.raises(ConflictError, match="saved elsewhere"):
+        annotation_save(annotation=stale, actor=trio[0], version=1, no_failure=True, notes="tab B", labels=[])
+    fresh = Annotation.objects.get(pk=annotation.pk)
+    assert (fresh.notes, fresh.no_failure, fresh.version) == ("tab A", False, 2)
+    assert fresh.labels.get().rationale == "first"
+
+
+def test_submit_requires_rationales_and_some_decision(study, trio, codebook):
+    annotation = annotation_for(assignment=_assignment(study, trio[0]))
+    with pytest.raises(AnnotationError, match="no failure mode"):
+        annotation_submit(annotation=annotation, actor=trio[0], version=1)
+    code = mode_code(codebook, "artifact-leakage")
+    annotation_save(
+        annotation=annotation,
+        actor=trio[0],
+        version=1,
+        no_failure=False,
+        notes="",
+        labels=[LabelInput(code_id=code.pk, rationale="  ")],
+    )
+    with pytest.raises(AnnotationError, match="needs a rationale") as info:
+        annotation_submit(annotation=annotation, actor=trio[0], version=2)
+    assert f"rationale-{code.pk}" in info.value.errors
+    assert not Annotation.objects.get(pk=annotation.pk).is_submitted
+
+
+def test_no_failure_excludes_codes_and_codes_must_be_modes(study, trio, codebook):
+    annotation = annotation_for(assignment=_assignment(study, trio[0]))
+    mode = mode_code(codebook, "artifact-leakage")
+    with pytest.raises(AnnotationError, match="excludes"):
+        annotation_save(
+            annotation=annotation,
+            actor=trio[0],
+            version=1,
+            no_failure=True,
+            notes="",
+            labels=[LabelInput(code_id=mode.pk, rationale="x")],
+        )
+    category = codebook.codes.filter(level="category").first()
+    with pytest.raises(AnnotationError, match="not a failure mode"):
+        annotation_save(
+            annotation=annotation,
+            actor=trio[0],
+            version=1,
+            no_failure=False,
+            notes="",
+            labels=[LabelInput(code_id=category.pk, rationale="x")],
+        )
+    assert Annotation.objects.get(pk=annotation.pk).version == 1
+
+
+def test_audit_entries_are_append_only(study, trio):
+    annotation = annotation_for(assignment=_assignment(study, trio[0]))
+    annotation_save(annotation=annotation, actor=trio[0], version=1, no_failure=True, notes="", labels=[])
+    entry = AuditEntry.objects.get(annotation=annotation)
+    entry.action = "tampered"
+    with pytest.raises(ValueError):
+        entry.save()
+    with pytest.raises(ValueError):
+        entry.delete()
+
+
+def test_reassignment_keeps_submitted_work(study, trio):
+    leaving, *_ = trio
+    mine = list(Assignment.objects.filter(study=study, annotator=leaving).order_by("run_id"))
+    done = annotation_for(assignment=mine[0])
+    annotation_save(annotation=done, actor=leaving, version=1, no_failure=True, notes="", labels=[])
+    annotation_submit(annotation=done, actor=leaving, version=2)
+    draft = annotation_for(assignment=mine[1])
+    annotation_save(annotation=draft, actor=leaving, version=1, no_failure=True, notes="half", labels=[])
+    newcomer = _user("newcomer")
+    result = annotator_replace(study=study, leaving=leaving, replacement=newcomer)
+    assert result == {"moved": len(mine) - 1, "kept": 1}
+    assert Assignment.objects.get(pk=mine[0].pk).annotator == leaving  # submitted work stays
+    moved = Assignment.objects.get(pk=mine[1].pk)
+    assert moved.annotator == newcomer and not Annotation.objects.filter(assignment=moved).exists()
+    assert set(Counter(Assignment.objects.filter(study=study).values_list("run_id", flat=True)).values()) == {2}
+    assert set(study.annotators.values_list("username", flat=True)) == {"coder2", "coder3", "newcomer"}

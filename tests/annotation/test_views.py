@@ -1,0 +1,177 @@
+"""Annotator pages and API: own work only (blind), autosave, conflicts, submit."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from annotation.models import Annotation, Assignment
+from annotation.services import annotation_for, annotation_save
+from tests.conftest import client_for, mode_code
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def mine(study, user):
+    return Assignment.objects.filter(study=study, annotator=user).order_by("run_id")
+
+
+def shared_run_assignments(study, a, b):
+    """An assignment of `a` and one of `b` on the same run."""
+    for assignment in mine(study, a):
+        other = Assignment.objects.filter(study=study, run=assignment.run, annotator=b).first()
+        if other:
+            return assignment, other
+    raise AssertionError("no shared run")
+
+
+def form(code, version, rationale="because", **extra):
+    data = {
+        "version": version,
+        "code": [code.pk],
+        f"rationale-{code.pk}": rationale,
+        f"evidence-{code.pk}": "c.jsonl:3\nc.jsonl:9",
+        "notes": "",
+    }
+    data.update(extra)
+    return data
+
+
+def test_queue_lists_only_my_runs(study, trio):
+    body = client_for(trio[0]).get("/annotate/").content.decode()
+    assert body.count("/annotate/") >= 4
+    for assignment in Assignment.objects.filter(study=study).exclude(annotator=trio[0]):
+        if not Assignment.objects.filter(run=assignment.run, annotator=trio[0]).exists():
+            assert f"/annotate/{assignment.pk}/" not in body
+
+
+def test_next_resumes_a_draft_first(study, trio):
+    first, second = list(mine(study, trio[0]))[:2]
+    annotation_save(
+        annotation=annotation_for(assignment=second), actor=trio[0], version=1, no_failure=True, notes="", labels=[]
+    )
+    response = client_for(trio[0]).get("/annotate/next/")
+    assert response["Location"] == f"/annotate/{second.pk}/"
+
+
+def test_annotate_page_shows_pair_and_picker(study, trio, django_assert_max_num_queries):
+    assignment = mine(study, trio[0]).first()
+    client = client_for(trio[0])
+    client.get(f"/annotate/{assignment.pk}/")
+    with django_assert_max_num_queries(14):
+        response = client.get(f"/annotate/{assignment.pk}/")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "Final-Tree Overwrite" in body and body.count('name="code"') == 32
+    assert "concurrent" in body and "sequential" in body and 'class="lanes"' in body
+
+
+def test_autosave_and_conflict(study, trio, codebook):
+    assignment = mine(study, trio[0]).first()
+    client = client_for(trio[0])
+    code = mode_code(codebook, "same-file-collision")
+    response = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1), **HTMX)
+    assert response.status_code == 200 and "version 2" in response.content.decode()
+    assert 'hx-swap-oob="true"' in response.content.decode()
+    label = Annotation.objects.get(assignment=assignment).labels.get()
+    assert label.evidence == ["c.jsonl:3", "c.jsonl:9"]
+    stale = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="other tab"), **HTMX)
+    assert stale.status_code == 409 and "saved elsewhere" in stale.content.decode()
+    assert Annotation.objects.get(assignment=assignment).labels.get().rationale == "because"
+
+
+def test_bad_input_is_422_and_names_the_field(study, trio, codebook):
+    assignment = mine(study, trio[0]).first()
+    client = client_for(trio[0])
+    response = client.post(f"/annotate/{assignment.pk}/save/", {"version": "x"}, **HTMX)
+    assert response.status_code == 422 and "version" in response.content.decode()
+    code = mode_code(codebook, "same-file-collision")
+    response = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, no_failure="on"), **HTMX)
+    assert response.status_code == 422 and "excludes" in response.content.decode()
+
+
+def test_submit_locks_and_moves_on(study, trio, codebook):
+    assignment = mine(study, trio[0]).first()
+    client = client_for(trio[0])
+    code = mode_code(codebook, "lossy-handoff")
+    missing = client.post(f"/annotate/{assignment.pk}/submit/", form(code, 1, rationale=""), **HTMX)
+    assert missing.status_code == 422 and "needs a rationale" in missing.content.decode()
+    annotation = Annotation.objects.get(assignment=assignment)
+    response = client.post(f"/annotate/{assignment.pk}/submit/", form(code, annotation.version), **HTMX)
+    assert response.status_code == 200 and response["HX-Redirect"] == "/annotate/next/"
+    annotation.refresh_from_db()
+    assert annotation.is_submitted
+    again = client.post(f"/annotate/{assignment.pk}/save/", form(code, annotation.version), **HTMX)
+    assert again.status_code == 409 and "locked" in again.content.decode()
+
+
+def test_blind_on_every_annotation_endpoint(study, trio, codebook):
+    """Until B submits (and after), A reaches nothing of B's: pages, fragments, API."""
+    a, b = trio[0], trio[1]
+    mine_a, theirs = shared_run_assignments(study, a, b)
+    secret = "B-SECRET-RATIONALE"
+    code = mode_code(codebook, "stale-handoff")
+    client_for(b).post(f"/annotate/{theirs.pk}/save/", form(code, 1, rationale=secret), **HTMX)
+    client = client_for(a)
+    api = APIClient()
+    api.force_authenticate(a)
+    responses = [
+        client.get("/annotate/"),
+        client.get(f"/annotate/{mine_a.pk}/"),
+        client.get(f"/annotate/{theirs.pk}/"),
+        client.post(f"/annotate/{theirs.pk}/save/", form(code, 2), **HTMX),
+        client.post(f"/annotate/{theirs.pk}/submit/", form(code, 2), **HTMX),
+        api.get("/api/assignments/"),
+        api.get(f"/api/annotations/{mine_a.pk}/"),
+        api.get(f"/api/annotations/{theirs.pk}/"),
+        api.put(f"/api/annotations/{theirs.pk}/", {"version": 2}, format="json"),
+        api.post(f"/api/annotations/{theirs.pk}/submit/", {"version": 2}, format="json"),
+        client.get(f"/trajectories/runs/{theirs.run_id}/"),
+    ]
+    for response in responses:
+        assert secret.encode() not in response.content
+    assert [r.status_code for r in responses[2:5]] == [404, 404, 404]
+    assert [r.status_code for r in responses[7:10]] == [404, 404, 404]
+    listed = {row["id"] for row in responses[5].json()["results"]}
+    assert theirs.pk not in listed and mine_a.pk in listed
+    assert Annotation.objects.get(assignment=theirs).labels.get().rationale == secret  # untouched
+
+
+def test_api_save_submit_and_conflict(study, trio):
+    assignment = mine(study, trio[0]).first()
+    api = APIClient()
+    api.force_authenticate(trio[0])
+    assert api.get(f"/api/annotations/{assignment.pk}/").json()["version"] == 1
+    body = {
+        "version": 1,
+        "labels": [
+            {
+                "code": "same-file-collision",
+                "rationale": "r",
+                "evidence": ["x:1"],
+                "nearest_rejected": "source-overwrite",
+            }
+        ],
+    }
+    saved = api.put(f"/api/annotations/{assignment.pk}/", body, format="json")
+    assert saved.status_code == 200 and saved.json()["labels"][0]["nearest_rejected"] == "source-overwrite"
+    assert api.put(f"/api/annotations/{assignment.pk}/", body, format="json").status_code == 409
+    bad = api.put(f"/api/annotations/{assignment.pk}/", {"version": 2, "labels": [{"code": "nope"}]}, format="json")
+    assert bad.status_code == 422 and "nope" in bad.json()["detail"]
+    # owner/status cannot be set: extra fields are ignored, the annotation stays a draft of its owner
+    sneaky = api.put(
+        f"/api/annotations/{assignment.pk}/",
+        {"version": 2, "status": "submitted", "assignment": 999, "no_failure": True},
+        format="json",
+    )
+    assert sneaky.status_code == 200 and sneaky.json()["status"] == "draft"
+    done = api.post(f"/api/annotations/{assignment.pk}/submit/", {"version": 3}, format="json")
+    assert done.status_code == 200 and done.json()["status"] == "submitted"
+
+
+def test_anonymous_is_redirected(study):
+    from django.test import Client
+
+    assert Client().get("/annotate/").status_code == 302
+    assert APIClient().get("/api/assignments/").status_code == 403
