@@ -46,18 +46,19 @@ def page(live_server):
             browser.close()
 
 
-def _login(page, live_server, username, password):
+def login(page, live_server, username, password):
     page.goto(f"{live_server.url}/accounts/login/")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
+    page.wait_for_selector("text=Log out")
 
 
 def test_browse_a_pair_timeline_and_events(page, live_server, admin_user, tmp_path):
     write_jsonl(tmp_path / "c.jsonl", simple_run("t-browser", "concurrent", n_sub=3))
     write_jsonl(tmp_path / "s.jsonl", simple_run("t-browser", "sequential", n_sub=0))
     import_paths(paths=[tmp_path])
-    _login(page, live_server, "boss", "pw-boss")
+    login(page, live_server, "boss", "pw-boss")
     page.wait_for_selector("text=t-browser")
     # htmx filter: choose sequential, the table is swapped in place
     page.select_option("select[name=mode]", "sequential")
@@ -79,7 +80,7 @@ def test_script_in_trajectory_text_does_not_run(page, live_server, admin_user, t
     evil = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
     lines = [header("xss"), ctx("main", start=t(0), end=t(5), label=evil), ev("main", 0, t(1), "message", text=evil)]
     import_paths(paths=[write_jsonl(tmp_path / "x.jsonl", lines)])
-    _login(page, live_server, "boss", "pw-boss")
+    login(page, live_server, "boss", "pw-boss")
     page.goto(f"{live_server.url}/trajectories/runs/{Run.objects.get().pk}/")
     page.locator("ol.contexts summary").first.click()
     page.wait_for_selector(".event.message")

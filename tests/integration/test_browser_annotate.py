@@ -1,0 +1,54 @@
+"""Code one run end to end with the keyboard, in Debian Chromium."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Annotation
+from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_code_a_run_with_the_keyboard(page, live_server, study, trio):  # noqa: F811
+    page.on("dialog", lambda dialog: dialog.accept())  # "Submit and lock this annotation?"
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/")
+    page.locator("a.button", has_text="Next run").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#annotation-form")
+    assignment_id = int(page.url.rstrip("/").split("/")[-1])
+    page.keyboard.press("/")  # focus the code search
+    page.keyboard.type("same-file")
+    page.keyboard.press("Enter")  # picks the first match and jumps to its rationale
+    page.keyboard.type("Two sub-agents wrote src/f0.py at once.")
+    page.keyboard.press("Tab")
+    page.keyboard.type("One edit was lost.")
+    page.keyboard.press("Tab")
+    page.keyboard.type("c.jsonl:6")
+    page.wait_for_function("document.querySelector('#save-status').textContent.includes('Saved')")
+    page.keyboard.press("Control+Enter")  # submit
+    page.wait_for_url(lambda url: f"/annotate/{assignment_id}/" not in url)
+    annotation = Annotation.objects.get(assignment_id=assignment_id)
+    assert annotation.is_submitted and annotation.assignment.annotator == trio[0]
+    label = annotation.labels.get()
+    assert label.code.key == "same-file-collision"
+    assert label.rationale == "Two sub-agents wrote src/f0.py at once."
+    assert label.realized_consequence == "One edit was lost." and label.evidence == ["c.jsonl:6"]
+
+
+def test_draft_survives_a_reload(page, live_server, study, trio):  # noqa: F811
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    page.keyboard.press("/")
+    page.keyboard.type("lossy")
+    page.keyboard.press("Enter")
+    page.keyboard.type("Summary dropped the failing test name.")
+    page.wait_for_function("document.querySelector('#save-status').textContent.includes('Saved')")
+    page.wait_for_timeout(1500)  # the input autosave fires after 1.2 s of quiet
+    page.reload()
+    page.wait_for_selector("#annotation-form")
+    card = page.locator("fieldset.label-card:not([hidden])")
+    assert card.count() == 1
+    assert card.locator("textarea").first.input_value() == "Summary dropped the failing test name."

@@ -1,0 +1,90 @@
+"""Concurrent requests on a real PostgreSQL: assignment constraints and lost updates.
+
+Each thread has its own database connection; a barrier releases them together.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connection, connections
+
+from annotation.models import Annotation, Assignment
+from annotation.services import (
+    AnnotationError,
+    ConflictError,
+    annotation_for,
+    annotation_save,
+    assignment_add,
+    study_assign,
+)
+from tests.conftest import _user, skip_or_fail
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _postgres_only(db):
+    if connection.vendor != "postgresql":
+        skip_or_fail("race tests need PostgreSQL (DATABASE_URL=postgres://…)")
+
+
+def race(*calls):
+    """Run the callables at once; return their results (or exceptions)."""
+    barrier = threading.Barrier(len(calls))
+    results: list[object] = [None] * len(calls)
+
+    def worker(index, call):
+        try:
+            barrier.wait(timeout=10)
+            results[index] = call()
+        except Exception as exc:  # noqa: BLE001 - the exception *is* the result under test
+            results[index] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker, args=(i, c)) for i, c in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+def test_concurrent_assign_calls_give_exactly_two_per_run(study):
+    Assignment.objects.filter(study=study).delete()
+    results = race(lambda: study_assign(study=study), lambda: study_assign(study=study))
+    assert not any(isinstance(r, Exception) for r in results), results
+    per_run = Counter(Assignment.objects.filter(study=study).values_list("run_id", flat=True))
+    assert set(per_run.values()) == {2} and len(per_run) == study.runs.count()
+
+
+def test_two_requests_for_the_last_slot_one_wins(study):
+    run = study.runs.first()
+    Assignment.objects.filter(study=study, run=run, slot=2).delete()
+    x, y = _user("extra-x"), _user("extra-y")
+    results = race(
+        lambda: assignment_add(study=study, run=run, annotator=x),
+        lambda: assignment_add(study=study, run=run, annotator=y),
+    )
+    errors = [r for r in results if isinstance(r, Exception)]
+    assert len(errors) == 1 and isinstance(errors[0], AnnotationError), results
+    assert Assignment.objects.filter(study=study, run=run).count() == 2
+
+
+def test_lost_update_is_impossible(study, trio):
+    assignment = Assignment.objects.filter(study=study, annotator=trio[0]).first()
+    annotation = annotation_for(assignment=assignment)
+
+    def save(notes):
+        copy = Annotation.objects.get(pk=annotation.pk)
+        return annotation_save(annotation=copy, actor=trio[0], version=1, no_failure=True, notes=notes, labels=[])
+
+    results = race(lambda: save("tab A"), lambda: save("tab B"))
+    conflicts = [r for r in results if isinstance(r, ConflictError)]
+    winners = [r for r in results if isinstance(r, Annotation)]
+    assert len(conflicts) == 1 and len(winners) == 1, results
+    stored = Annotation.objects.get(pk=annotation.pk)
+    assert stored.version == 2 and stored.notes == winners[0].notes
