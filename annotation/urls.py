@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import pilot_views, views
 
 app_name = "annotation"
 urlpatterns = [
@@ -11,4 +11,8 @@ urlpatterns = [
     path("<int:assignment_id>/", views.annotate, name="annotate"),
     path("<int:assignment_id>/save/", views.save, name="save"),
     path("<int:assignment_id>/submit/", views.submit, name="submit"),
+    path("pilot/<int:pilot_id>/", pilot_views.pilot_home, name="pilot_home"),
+    path("pilot/<int:pilot_id>/runs/<int:run_id>/", pilot_views.pilot_run, name="pilot_run"),
+    path("pilot/<int:pilot_id>/consolidate/", pilot_views.pilot_consolidate, name="pilot_consolidate"),
+    path("pilot/<int:pilot_id>/promote/", pilot_views.pilot_promote_view, name="pilot_promote"),
 ]

@@ -60,14 +60,17 @@
   search.addEventListener("keydown", (event) => {
     if (event.key === "Enter") {
       event.preventDefault();
+      // Enter only ever picks (never un-picks) the first match, then jumps to its rationale.
       const first = form.querySelector(".mode-option:not([hidden]) input");
-      if (first) {
-        first.checked = !first.checked;
-        first.dispatchEvent(new Event("change", { bubbles: true }));
-        if (first.checked) document.getElementById(first.dataset.card).querySelector('[data-role="rationale"]').focus();
-      }
       search.value = "";
       filter();
+      if (first) {
+        if (!first.checked) {
+          first.checked = true;
+          first.dispatchEvent(new Event("change", { bubbles: true }));
+        }
+        document.getElementById(first.dataset.card).querySelector('[data-role="rationale"]').focus();
+      }
     } else if (event.key === "Escape") {
       search.value = "";
       filter();
@@ -79,7 +82,10 @@
 
   document.addEventListener("keydown", (event) => {
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
-    if (event.key === "/" && !typing) { event.preventDefault(); search.focus(); }
+    if ((event.key === "/" && !typing) || ((event.ctrlKey || event.metaKey) && event.key === "k")) {
+      event.preventDefault();
+      search.focus();
+    }
     else if ((event.ctrlKey || event.metaKey) && event.key === "s") { event.preventDefault(); save(); }
     else if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); submit(); }
     else if (event.altKey && event.key === "0") {

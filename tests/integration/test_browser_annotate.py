@@ -52,3 +52,17 @@ def test_draft_survives_a_reload(page, live_server, study, trio):  # noqa: F811
     card = page.locator("fieldset.label-card:not([hidden])")
     assert card.count() == 1
     assert card.locator("textarea").first.input_value() == "Summary dropped the failing test name."
+
+
+def test_enter_in_search_never_unpicks(page, live_server, study, trio):  # noqa: F811
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    for _ in range(2):  # pick the same mode twice: it stays picked and the typing lands in its rationale
+        page.keyboard.press("Control+k")  # search from anywhere, even from inside a text field
+        page.keyboard.type("stale")
+        page.keyboard.press("Enter")
+    page.keyboard.type("x")
+    assert page.locator("input[name=code]:checked").count() == 1
+    assert page.locator("#code-search").input_value() == ""
+    assert page.locator("fieldset.label-card:not([hidden]) textarea").first.input_value() == "x"
