@@ -194,6 +194,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Import agent trajectories, read runs, pairs and process metrics.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Several models have a `status` field with different choices: name each enum.
+    "ENUM_NAME_OVERRIDES": {
+        "ImportBatchStatusEnum": "trajectories.models.ImportBatch.Status",
+        "AnnotationStatusEnum": "annotation.models.Annotation.Status",
+        "CodebookStatusEnum": "taxonomy.models.Codebook.Status",
+    },
 }
 
 # Production hardening; `manage.py check --deploy` is clean when DEBUG is off.

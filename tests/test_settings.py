@@ -38,3 +38,12 @@ def test_production_with_a_real_key_starts():
 def test_healthz_is_public(client, db):
     response = client.get("/healthz")
     assert response.status_code == 200 and response.content == b"ok"
+
+
+def test_openapi_schema_has_no_warnings_and_validates(tmp_path, db):
+    from django.core.management import call_command
+
+    out = tmp_path / "schema.yaml"
+    call_command("spectacular", "--fail-on-warn", "--validate", "--file", str(out))
+    text = out.read_text()
+    assert "/api/annotations/{assignment_id}/" in text and "AnnotationStatusEnum" in text
