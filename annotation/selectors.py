@@ -63,3 +63,34 @@ def study_progress(*, study: Study) -> list[dict]:
 
 def picker_tree(*, study: Study):
     return codebook_tree(codebook=study.codebook)
+
+
+def agreement_input(*, study: Study):
+    """The study's taxonomy and every *independent* coding: the label set each annotator
+    submitted first (from the submit entry of the history), not later discussion revisions."""
+    from .agreement import Coding, Taxonomy
+    from .models import AuditEntry
+
+    codes = {c.pk: c for c in study.codebook.codes.all()}
+    modes = {}
+    for code in codes.values():
+        if code.level == "mode":
+            sub = codes[code.parent_id]
+            modes[code.key] = (sub.key, codes[sub.parent_id].key)
+    first_submit = {}
+    entries = (
+        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
+        .select_related("annotation__assignment__annotator")
+        .order_by("at", "pk")
+    )
+    for entry in entries:
+        first_submit.setdefault(entry.annotation_id, entry)
+    codings = [
+        Coding(
+            item=str(e.annotation.assignment.run_id),
+            annotator=e.annotation.assignment.annotator.username,
+            codes=frozenset(label["code"] for label in (e.after or {}).get("labels", [])),
+        )
+        for e in first_submit.values()
+    ]
+    return Taxonomy(modes), codings

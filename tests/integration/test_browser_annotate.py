@@ -66,3 +66,17 @@ def test_enter_in_search_never_unpicks(page, live_server, study, trio):  # noqa:
     assert page.locator("input[name=code]:checked").count() == 1
     assert page.locator("#code-search").input_value() == ""
     assert page.locator("fieldset.label-card:not([hidden]) textarea").first.input_value() == "x"
+
+
+def test_cite_an_event_as_evidence(page, live_server, study, trio):  # noqa: F811
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    page.keyboard.press("/")
+    page.keyboard.type("source overwrite")
+    page.keyboard.press("Enter")
+    side = page.locator("section.side.concurrent")
+    side.locator("ol.contexts details").nth(1).locator("summary").click()  # the first sub-agent
+    side.locator(".event .cite").first.click()
+    evidence = page.locator("fieldset.label-card:not([hidden]) textarea[data-role=evidence]")
+    assert evidence.input_value().endswith(".jsonl:6")

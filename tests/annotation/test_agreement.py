@@ -1,0 +1,250 @@
+"""Agreement statistics against hand computations and published examples."""
+
+from __future__ import annotations
+
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from annotation.agreement import (
+    AgreementInputError,
+    Coding,
+    Taxonomy,
+    agreement_report,
+    alpha_masi,
+    alpha_nominal_binary,
+    cohen_kappa,
+    fleiss_kappa_binary,
+    headline_bootstrap,
+    kappa_from_counts,
+    masi_distance,
+)
+
+TAX = Taxonomy({"m1": ("s1", "c1"), "m2": ("s2", "c1")})
+
+
+def c(item, annotator, *codes):
+    return Coding(item, annotator, frozenset(codes))
+
+
+# Four items coded by A and B (worked by hand in docs/agreement.md).
+EXAMPLE = [
+    c("i1", "A", "m1"),
+    c("i1", "B", "m1"),
+    c("i2", "A", "m1", "m2"),
+    c("i2", "B", "m1"),
+    c("i3", "A"),
+    c("i3", "B", "m2"),
+    c("i4", "A", "m2"),
+    c("i4", "B", "m2"),
+]
+
+
+def test_cohen_kappa_published_example():
+    # Wikipedia's worked example: 20 yes/yes, 5 yes/no, 10 no/yes, 15 no/no -> κ = 0.4
+    x = [1] * 20 + [1] * 5 + [0] * 10 + [0] * 15
+    y = [1] * 20 + [0] * 5 + [1] * 10 + [0] * 15
+    assert cohen_kappa(x, y) == pytest.approx(0.4)
+    assert kappa_from_counts(20, 5, 10, 15) == pytest.approx(0.4)
+
+
+def test_counts_formula_equals_scikit_learn():
+    x = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1]
+    y = [1, 1, 1, 0, 0, 0, 1, 0, 0, 1]
+    n11 = sum(a and b for a, b in zip(x, y, strict=True))
+    n10 = sum(a and not b for a, b in zip(x, y, strict=True))
+    n01 = sum(b and not a for a, b in zip(x, y, strict=True))
+    assert kappa_from_counts(n11, n10, n01, 10 - n11 - n10 - n01) == pytest.approx(cohen_kappa_score(x, y))
+
+
+def test_kappa_undefined_exactly_when_pe_is_one():
+    assert cohen_kappa([0, 0, 0], [0, 0, 0]) is None
+    assert cohen_kappa([1, 1], [1, 1]) is None
+    assert cohen_kappa([], []) is None
+    assert cohen_kappa([0, 0, 0], [1, 1, 1]) == 0.0  # p_e = 0: defined
+    assert cohen_kappa([1, 1, 1, 0], [1, 1, 1, 1]) == 0.0  # one rater constant, p_e < 1: defined
+
+
+def test_pair_levels_by_hand():
+    report = agreement_report(TAX, EXAMPLE)
+    [pair] = report["pairs"]
+    assert pair["annotators"] == ["A", "B"]
+    mode = pair["levels"]["mode"]
+    # n11=3, n10=1, n01=1, n00=3: p_o=.75, p_e=.5 -> κ=.5
+    assert mode["n_shared_items"] == 4
+    assert mode["pooled"]["kappa"] == pytest.approx(0.5)
+    assert mode["per_code_kappa"] == {"m1": pytest.approx(1.0), "m2": pytest.approx(0.0)}
+    assert mode["macro"] == {"kappa": pytest.approx(0.5), "n_codes_defined": 2, "n_codes_undefined": 0}
+    assert mode["alpha_masi"]["alpha"] == pytest.approx(5 / 12)
+    # category level: A {c1,c1,-,c1}, B all c1 -> p_o = p_e = .75 -> κ = 0
+    assert pair["levels"]["category"]["pooled"]["kappa"] == pytest.approx(0.0)
+    assert pair["levels"]["subcategory"]["pooled"]["kappa"] == pytest.approx(0.5)
+
+
+def test_overall_by_hand():
+    overall = agreement_report(TAX, EXAMPLE)["overall"]["mode"]
+    assert overall["mean_pairwise_pooled_kappa"] == pytest.approx(0.5)
+    assert overall["item_weighted_mean_pairwise_pooled_kappa"] == pytest.approx(0.5)
+    assert overall["n_pairs_defined"] == 1
+    assert overall["fleiss_kappa_pooled"] == pytest.approx(0.5)  # P̄ = .75, P_e = .5
+    assert overall["alpha_nominal_pooled_binary"] == pytest.approx(0.53125)  # 1 − 15·4 / (2·8·8)
+    assert overall["alpha_masi_all_annotators"] == pytest.approx(5 / 12)
+
+
+def test_universe_is_the_codebook_not_the_data():
+    tax = Taxonomy({"m1": ("s1", "c1"), "m2": ("s2", "c1"), "unused": ("s3", "c2")})
+    mode = agreement_report(tax, EXAMPLE)["pairs"][0]["levels"]["mode"]
+    # the unused code adds 4 agreeing 0/0 decisions: n00 = 7 of 12 -> p_o = 10/12, p_e = (1/3)(1/3)+(2/3)(2/3)
+    p_o, p_e = 10 / 12, 1 / 9 + 4 / 9
+    assert mode["pooled"]["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e))
+    assert mode["per_code_kappa"]["unused"] is None
+    assert mode["macro"]["n_codes_undefined"] == 1 and mode["macro"]["n_codes_defined"] == 2
+
+
+def test_pair_without_shared_items_is_undefined_and_excluded():
+    codings = EXAMPLE + [c("j1", "C", "m1"), c("j2", "C")]
+    report = agreement_report(TAX, codings)
+    pairs = {tuple(p["annotators"]): p["levels"]["mode"] for p in report["pairs"]}
+    assert pairs[("A", "C")]["n_shared_items"] == 0 and pairs[("A", "C")]["pooled"]["kappa"] is None
+    assert pairs[("A", "C")]["alpha_masi"]["alpha"] is None
+    assert report["overall"]["mode"]["n_pairs_defined"] == 1
+    assert report["overall"]["mode"]["mean_pairwise_pooled_kappa"] == pytest.approx(0.5)
+
+
+def test_everyone_codes_nothing():
+    codings = [c("i1", "A"), c("i1", "B"), c("i2", "A"), c("i2", "B")]
+    report = agreement_report(TAX, codings)
+    mode = report["pairs"][0]["levels"]["mode"]
+    assert mode["pooled"]["kappa"] is None and mode["macro"]["kappa"] is None
+    assert mode["alpha_masi"]["alpha"] is None  # every value is ∅: no expected disagreement
+    assert report["overall"]["mode"]["fleiss_kappa_pooled"] is None
+    assert report["overall"]["mode"]["mean_pairwise_pooled_kappa"] is None
+
+
+def test_masi_distance():
+    a, b = frozenset({"x"}), frozenset({"x", "y"})
+    assert masi_distance(frozenset(), frozenset()) == 0
+    assert masi_distance(frozenset(), a) == 1
+    assert masi_distance(a, b) == pytest.approx(1 - 0.5 * 2 / 3)
+    assert masi_distance(frozenset({"x", "z"}), b) == pytest.approx(1 - (1 / 3) * (1 / 3))
+    assert masi_distance(a, frozenset({"y"})) == 1
+
+
+def test_krippendorff_published_nominal_example():
+    # Krippendorff (2011), "Computing Krippendorff's alpha-reliability": 4 observers, 12 units, nominal α = 0.743.
+    # With singleton sets MASI is the nominal metric. Unit 12 has one value and is not pairable.
+    data = [
+        [1, 1, 1],
+        [2, 2, 3, 2],
+        [3, 3, 3, 3],
+        [3, 3, 3, 3],
+        [2, 2, 2, 2],
+        [1, 2, 3, 4],
+        [4, 4, 4, 4],
+        [1, 1, 2, 1],
+        [2, 2, 2, 2],
+        [5, 5, 5],
+        [1, 1],
+        [3],
+    ]
+    units = [[frozenset({str(v)}) for v in unit] for unit in data]
+    assert alpha_masi(units) == pytest.approx(0.743, abs=5e-4)
+
+
+def test_binary_alpha_and_fleiss_undefined_cases():
+    assert alpha_nominal_binary([(0, 0), (0, 0)]) is None
+    assert fleiss_kappa_binary([(1, 1)]) is None
+    assert fleiss_kappa_binary([]) is None
+
+
+def test_input_errors():
+    with pytest.raises(AgreementInputError, match="unknown mode"):
+        agreement_report(TAX, [c("i1", "A", "nope")])
+    with pytest.raises(AgreementInputError, match="coded twice"):
+        agreement_report(TAX, [c("i1", "A"), c("i1", "A", "m1")])
+
+
+def test_bootstrap_ci_contains_the_point_and_is_reproducible():
+    codings = []
+    for i in range(60):
+        codes_a = ("m1",) if i % 3 else ("m2",)
+        codes_b = codes_a if i % 5 else ("m1", "m2")
+        codings += [c(f"i{i}", "A", *codes_a), c(f"i{i}", "B", *codes_b)]
+    point = agreement_report(TAX, codings)["overall"]["mode"]["mean_pairwise_pooled_kappa"]
+    ci = headline_bootstrap(TAX, codings, n_resamples=300, seed=1)
+    assert ci["kappa"] == pytest.approx(point)
+    assert ci["ci_low"] <= point <= ci["ci_high"] and ci["ci_low"] < ci["ci_high"]
+    assert ci == headline_bootstrap(TAX, codings, n_resamples=300, seed=1)
+
+
+def test_command_on_a_file(tmp_path):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    data = {
+        "taxonomy": {
+            "modes": {"m1": {"subcategory": "s1", "category": "c1"}, "m2": {"subcategory": "s2", "category": "c1"}}
+        },
+        "annotations": [
+            {"item": x.item, "annotator": x.annotator, "codes": sorted(x.codes), "extra": 1} for x in EXAMPLE
+        ],
+    }
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(data))
+    out = StringIO()
+    call_command("agreement", "--input", str(path), "--format", "json", stdout=out)
+    report = json.loads(out.getvalue())
+    level = report["pairs"][0]["levels"]["mode"]
+    assert set(level) == {"n_shared_items", "pooled", "macro", "per_code_kappa", "alpha_masi"}
+    assert level["pooled"]["kappa"] == pytest.approx(0.5)
+    assert set(report["overall"]["category"]) == {
+        "mean_pairwise_pooled_kappa",
+        "item_weighted_mean_pairwise_pooled_kappa",
+        "mean_pairwise_macro_kappa",
+        "n_pairs_defined",
+        "fleiss_kappa_pooled",
+        "alpha_nominal_pooled_binary",
+        "alpha_masi_all_annotators",
+    }
+    assert "headline" not in report
+
+
+def test_command_reports_bad_files(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"taxonomy": ')
+    with pytest.raises(CommandError, match=r"bad.json:1:\d+: not valid JSON"):
+        call_command("agreement", "--input", str(bad))
+    bad.write_text('{"taxonomy": {"modes": {"m1": {"subcategory": "s"}}}, "annotations": []}')
+    with pytest.raises(CommandError, match="needs 'subcategory' and 'category'"):
+        call_command("agreement", "--input", str(bad))
+
+
+@pytest.mark.django_db
+def test_command_on_a_study_uses_first_submissions(study, trio, codebook):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from annotation.models import Assignment
+    from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
+
+    code = codebook.codes.get(key="lossy-handoff")
+    for assignment in Assignment.objects.filter(study=study):
+        annotation = annotation_for(assignment=assignment)
+        labels = [LabelInput(code_id=code.pk, rationale="r")] if assignment.slot == 1 else []
+        annotation_save(
+            annotation=annotation, actor=assignment.annotator, version=1, no_failure=not labels, notes="", labels=labels
+        )
+        annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
+    out = StringIO()
+    call_command("agreement", "--study", str(study.pk), "--ci", "--resamples", "50", stdout=out)
+    report = json.loads(out.getvalue())
+    assert len(report["pairs"]) == 3
+    assert sum(p["levels"]["mode"]["n_shared_items"] for p in report["pairs"]) == 6
+    # slot 1 always says lossy-handoff, slot 2 never: p_o < 1 and κ ≤ 0 at every level
+    assert report["overall"]["mode"]["mean_pairwise_pooled_kappa"] <= 0
+    assert report["headline"]["n_items"] == 6
