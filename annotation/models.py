@@ -156,7 +156,7 @@ class Final(models.Model):
 
 class FinalLabel(models.Model):
     final = models.ForeignKey(Final, on_delete=models.CASCADE, related_name="labels")
-    code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="+")
+    code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="final_labels")
     rationale = models.TextField(blank=True, default="")
     evidence = models.JSONField(default=list, blank=True)
 
@@ -215,3 +215,42 @@ class OpenCode(models.Model):
     @property
     def group_key(self) -> str:
         return " ".join(self.text.lower().split())
+
+
+class Discussion(models.Model):
+    """Opened when the two submitted codings of a run disagree on the mode set."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        CONSENSUS = "consensus", "resolved by consensus"
+        ESCALATED = "escalated", "escalated to the adjudicator"
+        ADJUDICATED = "adjudicated"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="discussions")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="discussions")
+    status = models.CharField(max_length=11, choices=Status.choices, default=Status.OPEN)
+    agreement = models.FloatField(help_text="1 − MASI distance between the two first submissions (mode level).")
+    created_at = models.DateTimeField(auto_now_add=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    escalated_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["agreement", "created_at"]
+        constraints = [models.UniqueConstraint(fields=["study", "run"], name="discussion_once_per_run")]
+
+    def __str__(self) -> str:
+        return f"discussion of run {self.run_id} ({self.status})"
+
+
+class Comment(models.Model):
+    discussion = models.ForeignKey(Discussion, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(User, on_delete=models.PROTECT, related_name="+")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["discussion", "created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"comment by {self.author_id} on {self.discussion_id}"

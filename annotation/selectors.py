@@ -94,3 +94,54 @@ def agreement_input(*, study: Study):
         for e in first_submit.values()
     ]
     return Taxonomy(modes), codings
+
+
+def codings_compare(*, discussion) -> dict:
+    """Both codings of a discussed run, side by side: one row per mode either picked."""
+    from .reconcile import run_annotations
+
+    annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
+    for annotation in annotations:
+        annotation.label_map = {
+            label.code_id: label
+            for label in annotation.labels.select_related("code__parent__parent", "nearest_rejected")
+        }
+    codes = {}
+    for annotation in annotations:
+        for label in annotation.label_map.values():
+            codes[label.code_id] = label.code
+    rows = []
+    for code_id, code in sorted(codes.items(), key=lambda item: item[1].position):
+        cells = [a.label_map.get(code_id) for a in annotations]
+        rows.append({"code": code, "cells": cells, "differs": any(c is None for c in cells)})
+    return {"annotations": annotations, "rows": rows, "same": all(not r["differs"] for r in rows)}
+
+
+def my_discussions(*, user: AbstractBaseUser):
+    from .models import Discussion
+
+    runs = Assignment.objects.filter(annotator=user).values("run_id")
+    return (
+        Discussion.objects.filter(run_id__in=runs, study__assignments__annotator=user)
+        .distinct()
+        .select_related("study", "run__task__benchmark", "run__agent")
+        .order_by("status", "agreement")
+    )
+
+
+def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None = None):
+    from .models import Discussion
+
+    filters = filters or {}
+    qs = (
+        Discussion.objects.filter(study__adjudicator=user, status=Discussion.Status.ESCALATED)
+        .select_related("study", "run__task__benchmark", "run__agent", "escalated_by")
+        .order_by("agreement", "escalated_at")
+    )
+    if filters.get("agent"):
+        qs = qs.filter(run__agent__name=filters["agent"])
+    if filters.get("benchmark"):
+        qs = qs.filter(run__task__benchmark__name=filters["benchmark"])
+    if filters.get("study"):
+        qs = qs.filter(study__name=filters["study"])
+    return qs

@@ -13,6 +13,7 @@ from trajectories.models import Run
 
 from .assignment import assign_pairs
 from .models import Annotation, Assignment, AuditEntry, Label, Study
+from .reconcile import run_reconcile
 
 
 class AnnotationError(ValueError):
@@ -186,16 +187,18 @@ def _audit(annotation: Annotation, actor, action: str, *, before: dict | None, a
     AuditEntry.objects.create(annotation=annotation, actor=actor, action=action, before=before, after=after)
 
 
-def _claim_version(annotation: Annotation, version: int) -> None:
-    """Compare-and-set: only a save that names the current version may write."""
-    if annotation.is_submitted:
+def _claim_version(annotation: Annotation, version: int, *, revising: bool = False) -> None:
+    """Compare-and-set: only a save that names the current version may write. A draft is
+    saved; a submitted annotation only changes as a revision during its run's discussion."""
+    if annotation.is_submitted and not revising:
         raise LockedError("this annotation is submitted and locked")
-    updated = Annotation.objects.filter(pk=annotation.pk, version=version, status=Annotation.Status.DRAFT).update(
+    status = Annotation.Status.SUBMITTED if revising else Annotation.Status.DRAFT
+    updated = Annotation.objects.filter(pk=annotation.pk, version=version, status=status).update(
         version=version + 1, updated_at=timezone.now()
     )
     if not updated:
         current = Annotation.objects.filter(pk=annotation.pk).values_list("version", "status").first()
-        if current and current[1] == Annotation.Status.SUBMITTED:
+        if current and current[1] == Annotation.Status.SUBMITTED and not revising:
             raise LockedError("this annotation was submitted meanwhile and is locked")
         raise ConflictError(
             f"this annotation was saved elsewhere (version {current[0] if current else '?'}, yours was {version}); "
@@ -235,11 +238,17 @@ def annotation_save(
     no_failure: bool,
     notes: str,
     labels: list[LabelInput],
+    revising: bool = False,
 ) -> Annotation:
-    """Autosave a draft: replaces its labels. Stale `version` → ConflictError, nothing written."""
+    """Autosave a draft: replaces its labels. Stale `version` → ConflictError, nothing written.
+    `revising` is for discussion.annotation_revise only (a submitted annotation under discussion)."""
     _validate_labels(annotation, no_failure, labels)
+    if revising:
+        errors = {f"rationale-{label.code_id}": "needs a rationale" for label in labels if not label.rationale.strip()}
+        if errors:
+            raise AnnotationError("every failure mode needs a rationale", errors)
     before = snapshot(annotation)
-    _claim_version(annotation, version)
+    _claim_version(annotation, version, revising=revising)
     annotation.no_failure = no_failure
     annotation.notes = notes
     annotation.save(update_fields=["no_failure", "notes"])
@@ -261,7 +270,7 @@ def annotation_save(
     )
     after = snapshot(annotation)
     if _content(before) != _content(after):
-        _audit(annotation, actor, "save", before=before, after=after)
+        _audit(annotation, actor, "revise" if revising else "save", before=before, after=after)
     return annotation
 
 
@@ -297,6 +306,7 @@ def annotation_submit(*, annotation: Annotation, actor: AbstractBaseUser, versio
     annotation.submitted_at = timezone.now()
     annotation.save(update_fields=["status", "submitted_at"])
     _audit(annotation, actor, "submit", before=before, after=snapshot(annotation))
+    run_reconcile(study=annotation.assignment.study, run_id=annotation.assignment.run_id)
     return annotation
 
 

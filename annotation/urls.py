@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import pilot_views, views
+from . import discussion_views, pilot_views, views
 
 app_name = "annotation"
 urlpatterns = [
@@ -11,6 +11,13 @@ urlpatterns = [
     path("<int:assignment_id>/", views.annotate, name="annotate"),
     path("<int:assignment_id>/save/", views.save, name="save"),
     path("<int:assignment_id>/submit/", views.submit, name="submit"),
+    path("<int:assignment_id>/revise/", views.revise, name="revise"),
+    path("discussions/", discussion_views.discussion_list, name="discussions"),
+    path("discussions/<int:discussion_id>/", discussion_views.discussion_detail, name="discussion"),
+    path("discussions/<int:discussion_id>/comment/", discussion_views.discussion_comment, name="discussion_comment"),
+    path("discussions/<int:discussion_id>/resolve/", discussion_views.discussion_resolve, name="discussion_resolve"),
+    path("adjudication/", discussion_views.adjudication_queue, name="adjudication_queue"),
+    path("adjudication/<int:discussion_id>/", discussion_views.adjudicate, name="adjudicate"),
     path("pilot/<int:pilot_id>/", pilot_views.pilot_home, name="pilot_home"),
     path("pilot/<int:pilot_id>/runs/<int:run_id>/", pilot_views.pilot_run, name="pilot_run"),
     path("pilot/<int:pilot_id>/consolidate/", pilot_views.pilot_consolidate, name="pilot_consolidate"),

@@ -9,8 +9,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from trajectories.views import pair_sides
 
 from . import selectors, services
+from .discussion import annotation_revise
 from .forms import parse_annotation_form
-from .models import Assignment
+from .models import Assignment, Discussion
 
 
 def _own(request: HttpRequest, assignment_id: int) -> Assignment:
@@ -46,11 +47,17 @@ def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
     labels = {label.code_id: label for label in annotation.labels.all()}
     tree = selectors.picker_tree(study=assignment.study)
     modes = [mode for category in tree for sub in category.children for mode in sub.children]
+    discussion = Discussion.objects.filter(study=assignment.study, run=assignment.run).first()
+    revising = annotation.is_submitted and discussion is not None and discussion.status == Discussion.Status.OPEN
     context = {
         "assignment": assignment,
         "annotation": annotation,
         "tree": tree,
         "labels": labels,
+        "discussion": discussion,
+        "revising": revising,
+        "editable": not annotation.is_submitted or revising,
+        "save_url": reverse("annotation:revise" if revising else "annotation:save", args=[assignment.pk]),
         "cards": [(node.code, labels.get(node.code.pk)) for node in modes],
         "all_codes": [node.code for node in modes],
         **pair_sides(assignment.run),
@@ -117,3 +124,32 @@ def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
         return _status(request, annotation, error=str(exc), status=422)
     target = reverse("annotation:next")
     return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
+
+
+@require_POST
+def revise(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    """Autosave target while the run is under discussion: revises the submitted coding."""
+    assignment = _own(request, assignment_id)
+    annotation = services.annotation_for(assignment=assignment)
+    discussion = Discussion.objects.filter(study=assignment.study, run=assignment.run).first()
+    if discussion is None:
+        return _status(request, annotation, error="this run is not under discussion", status=409)
+    try:
+        version, no_failure, notes, labels = parse_annotation_form(request.POST)
+        annotation_revise(
+            discussion=discussion,
+            annotation=annotation,
+            actor=request.user,
+            version=version,
+            no_failure=no_failure,
+            notes=notes,
+            labels=labels,
+        )
+    except services.ConflictError as exc:
+        annotation.refresh_from_db()
+        return _status(request, annotation, error=str(exc), status=409)
+    except services.AnnotationError as exc:
+        return _status(request, annotation, error=str(exc), status=422)
+    if not request.htmx:
+        return redirect("annotation:annotate", assignment_id=assignment.pk)
+    return _status(request, annotation)

@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import pytest
+
+from annotation import discussion as flow
+from annotation.models import Assignment, AuditEntry, Discussion, Final
+from annotation.selectors import agreement_input
+from annotation.services import AnnotationError, LabelInput, annotation_for, annotation_save, annotation_submit
+from tests.annotation.test_views import HTMX, form
+from tests.conftest import client_for, mode_code
+
+pytestmark = pytest.mark.django_db
+
+
+def code_run(assignment, codes, rationale="because"):
+    annotation = annotation_for(assignment=assignment)
+    labels = [LabelInput(code_id=c.pk, rationale=f"{rationale} {c.key}", evidence=[f"{c.key}.jsonl:1"]) for c in codes]
+    annotation_save(
+        annotation=annotation,
+        actor=assignment.annotator,
+        version=annotation.version,
+        no_failure=not codes,
+        notes="",
+        labels=labels,
+    )
+    annotation_submit(annotation=annotation, actor=assignment.annotator, version=annotation.version)
+    return annotation
+
+
+def both(study, run=None):
+    run = run or study.runs.order_by("pk").first()
+    return list(Assignment.objects.filter(study=study, run=run).order_by("slot"))
+
+
+def test_agreement_becomes_final(study, codebook):
+    a, b = both(study)
+    lossy = mode_code(codebook, "lossy-handoff")
+    code_run(a, [lossy])
+    assert Final.objects.count() == 0 and Discussion.objects.count() == 0  # one coding is not enough
+    code_run(b, [lossy])
+    final = Final.objects.get()
+    assert final.provenance == "agreed" and not final.no_failure
+    label = final.labels.get()
+    assert label.code == lossy and label.rationale.count("because lossy-handoff") == 2
+    assert label.evidence == ["lossy-handoff.jsonl:1"]
+
+
+def test_two_no_failure_codings_agree(study):
+    a, b = both(study)
+    code_run(a, [])
+    code_run(b, [])
+    assert Final.objects.get().no_failure
+
+
+def test_disagreement_opens_a_discussion_with_masi_agreement(study, codebook):
+    a, b = both(study)
+    lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
+    code_run(a, [lossy, stale])
+    code_run(b, [lossy])
+    discussion = Discussion.objects.get()
+    assert discussion.status == "open"
+    assert discussion.agreement == pytest.approx(0.5 * 2 / 3)  # J = 1/2, subset → M = 2/3
+    assert Final.objects.count() == 0
+
+
+def test_revise_consensus_and_first_submission_kept_for_kappa(study, codebook):
+    a, b = both(study)
+    lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
+    code_run(a, [lossy, stale])
+    ann_b = code_run(b, [lossy])
+    discussion = Discussion.objects.get()
+    with pytest.raises(AnnotationError, match="still differ"):
+        flow.discussion_consensus(discussion=discussion, actor=a.annotator)
+    with pytest.raises(AnnotationError, match="your own"):
+        flow.annotation_revise(
+            discussion=discussion,
+            annotation=ann_b,
+            actor=a.annotator,
+            version=ann_b.version,
+            no_failure=False,
+            notes="",
+            labels=[],
+        )
+    flow.annotation_revise(
+        discussion=discussion,
+        annotation=ann_b,
+        actor=b.annotator,
+        version=ann_b.version,
+        no_failure=False,
+        notes="convinced",
+        labels=[LabelInput(code_id=lossy.pk, rationale="r1"), LabelInput(code_id=stale.pk, rationale="r2")],
+    )
+    assert AuditEntry.objects.filter(annotation=ann_b, action="revise").exists()
+    final = flow.discussion_consensus(discussion=discussion, actor=b.annotator)
+    assert final.provenance == "consensus" and final.labels.count() == 2
+    discussion.refresh_from_db()
+    assert discussion.status == "consensus"
+    _, codings = agreement_input(study=study)
+    assert {c.annotator: c.codes for c in codings if c.item == str(a.run_id)}[b.annotator.username] == {
+        "lossy-handoff"
+    }  # κ uses the first submission, not the revision
+
+
+def test_escalate_and_adjudicate(study, codebook, adjudicator, trio):
+    a, b = both(study)
+    lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
+    code_run(a, [lossy])
+    code_run(b, [stale])
+    discussion = Discussion.objects.get()
+    with pytest.raises(AnnotationError, match="only escalated"):
+        flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(lossy.pk, "x")])
+    flow.discussion_escalate(discussion=discussion, actor=a.annotator)
+    with pytest.raises(AnnotationError, match="adjudicator"):
+        flow.adjudicate(discussion=discussion, actor=a.annotator, rulings=[flow.Ruling(lossy.pk, "x")])
+    with pytest.raises(AnnotationError, match="needs a rationale"):
+        flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(lossy.pk, " ")])
+    final = flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(stale.pk, "the brief")])
+    assert final.provenance == "adjudicated" and final.decided_by == adjudicator
+    assert [fl.code for fl in final.labels.all()] == [stale]
+    with pytest.raises(AnnotationError, match="is adjudicated"):
+        flow.discussion_escalate(discussion=discussion, actor=a.annotator)
+
+
+def test_pages_and_access(study, codebook, adjudicator, trio):
+    a, b = both(study)
+    outsider = next(u for u in trio if u.pk not in (a.annotator_id, b.annotator_id))
+    code_run(a, [mode_code(codebook, "lossy-handoff")], rationale="A-SAYS")
+    code_run(b, [mode_code(codebook, "stale-handoff")], rationale="B-SAYS")
+    discussion = Discussion.objects.get()
+    url = f"/annotate/discussions/{discussion.pk}/"
+    page = client_for(a.annotator).get(url).content.decode()
+    assert "A-SAYS" in page and "B-SAYS" in page and 'class="differs"' in page
+    assert client_for(outsider).get(url).status_code == 404  # not on this run: blind
+    assert client_for(adjudicator).get(url).status_code == 200
+    fragment = client_for(b.annotator).post(f"{url}comment/", {"text": "I read line 9 differently"}, **HTMX)
+    assert "<html" not in fragment.content.decode() and "line 9" in fragment.content.decode()
+    assert client_for(outsider).post(f"{url}comment/", {"text": "x"}).status_code == 404
+    client_for(a.annotator).post(f"{url}resolve/", {"action": "escalate"})
+    queue = client_for(adjudicator).get("/annotate/adjudication/").content.decode()
+    assert f"/annotate/adjudication/{discussion.pk}/" in queue
+    assert client_for(a.annotator).get(f"/annotate/adjudication/{discussion.pk}/").status_code == 404
+    stale = mode_code(codebook, "stale-handoff")
+    missing = client_for(adjudicator).post(f"/annotate/adjudication/{discussion.pk}/", {"code": [stale.pk]})
+    assert missing.status_code == 422 and "needs a rationale" in missing.content.decode()
+    done = client_for(adjudicator).post(
+        f"/annotate/adjudication/{discussion.pk}/", {"code": [stale.pk], f"rationale-{stale.pk}": "brief was stale"}
+    )
+    assert done.status_code == 302 and Final.objects.get().provenance == "adjudicated"
+
+
+def test_revising_through_the_annotate_page(study, codebook):
+    a, b = both(study)
+    lossy = mode_code(codebook, "lossy-handoff")
+    code_run(a, [lossy])
+    ann_b = code_run(b, [])
+    page = client_for(b.annotator).get(f"/annotate/{b.pk}/").content.decode()
+    assert f"/annotate/{b.pk}/revise/" in page and "saved as a revision" in page
+    response = client_for(b.annotator).post(f"/annotate/{b.pk}/revise/", form(lossy, ann_b.version), **HTMX)
+    assert response.status_code == 200
+    assert client_for(b.annotator).post(f"/annotate/{b.pk}/save/", form(lossy, 99), **HTMX).status_code == 409
