@@ -161,3 +161,18 @@ class AnnotationSubmitAPI(APIView):
         except services.AnnotationError as exc:
             return _error(exc)
         return Response(AnnotationSerializer(annotation).data)
+
+
+class StudyExportAPI(APIView):
+    """The dashboard's tables as JSON rows (same rows as the CSV downloads)."""
+
+    @extend_schema(responses={200: {"type": "array", "items": {"type": "object", "additionalProperties": True}}})
+    def get(self, request: Request, study_id: int, kind: str) -> Response:
+        from .dashboard_views import lead_study
+        from .exports import EXPORT_KINDS, export
+
+        study = lead_study(request, study_id)
+        if kind not in EXPORT_KINDS:
+            raise Http404
+        _, rows = export(study, kind)
+        return Response(list(rows))

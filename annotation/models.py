@@ -254,3 +254,27 @@ class Comment(models.Model):
 
     def __str__(self) -> str:
         return f"comment by {self.author_id} on {self.discussion_id}"
+
+
+class AdvantageTag(models.Model):
+    """RQ4: for a pair where concurrency helped, the mechanism that explains it."""
+
+    class Mechanism(models.TextChoices):
+        COMPLEMENTARY = "complementary", "complementary work"
+        ALTERNATIVES = "alternatives", "alternative-solution selection"
+        VERIFICATION = "verification", "independent verification"
+        OTHER = "other"
+        NONE = "none", "no real advantage (noise)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="advantage_tags")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+", help_text="The concurrent run.")
+    mechanism = models.CharField(max_length=13, choices=Mechanism.choices)
+    note = models.TextField(blank=True, default="")
+    tagged_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
+    tagged_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "run"], name="advantage_tag_once_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.mechanism} on run {self.run_id}"

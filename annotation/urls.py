@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import discussion_views, pilot_views, views
+from . import dashboard_views, discussion_views, pilot_views, views
 
 app_name = "annotation"
 urlpatterns = [
@@ -18,6 +18,11 @@ urlpatterns = [
     path("discussions/<int:discussion_id>/resolve/", discussion_views.discussion_resolve, name="discussion_resolve"),
     path("adjudication/", discussion_views.adjudication_queue, name="adjudication_queue"),
     path("adjudication/<int:discussion_id>/", discussion_views.adjudicate, name="adjudicate"),
+    path("studies/", dashboard_views.study_list, name="studies"),
+    path("studies/<int:study_id>/", dashboard_views.study_dashboard, name="dashboard"),
+    path("studies/<int:study_id>/advantage/", dashboard_views.advantage, name="advantage"),
+    path("studies/<int:study_id>/advantage/<int:run_id>/", dashboard_views.advantage_tag, name="advantage_tag"),
+    path("studies/<int:study_id>/export/<slug:kind>.csv", dashboard_views.study_export, name="export"),
     path("pilot/<int:pilot_id>/", pilot_views.pilot_home, name="pilot_home"),
     path("pilot/<int:pilot_id>/runs/<int:run_id>/", pilot_views.pilot_run, name="pilot_run"),
     path("pilot/<int:pilot_id>/consolidate/", pilot_views.pilot_consolidate, name="pilot_consolidate"),

@@ -21,4 +21,7 @@ urlpatterns = [
         annotation_api.AnnotationSubmitAPI.as_view(),
         name="api-annotation-submit",
     ),
+    path(
+        "studies/<int:study_id>/exports/<slug:kind>/", annotation_api.StudyExportAPI.as_view(), name="api-study-export"
+    ),
 ]

@@ -80,3 +80,32 @@ def test_cite_an_event_as_evidence(page, live_server, study, trio):  # noqa: F81
     side.locator(".event .cite").first.click()
     evidence = page.locator("fieldset.label-card:not([hidden]) textarea[data-role=evidence]")
     assert evidence.input_value().endswith(".jsonl:6")
+
+
+def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, trio, monkeypatch):  # noqa: F811
+    """Ctrl+Enter while an autosave is in flight: the submit must queue behind it, not race it."""
+    import time
+
+    from annotation import views
+
+    real_parse = views.parse_annotation_form
+
+    def slow_parse(data):  # every save and submit takes 2.5 s on the server: the two requests overlap
+        time.sleep(2.5)
+        return real_parse(data)
+
+    monkeypatch.setattr(views, "parse_annotation_form", slow_parse)
+    page.on("dialog", lambda dialog: dialog.accept())
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    assignment_id = int(page.url.rstrip("/").split("/")[-1])
+    page.keyboard.press("/")
+    page.keyboard.type("artifact")
+    page.keyboard.press("Enter")  # the checkbox change starts an autosave now
+    page.keyboard.type("Build output leaked between children.")
+    page.keyboard.press("Control+Enter")  # immediately, while that save is in flight
+    page.wait_for_url(lambda url: f"/annotate/{assignment_id}/" not in url)
+    annotation = Annotation.objects.get(assignment_id=assignment_id)
+    assert annotation.is_submitted
+    assert annotation.labels.get().rationale == "Build output leaked between children."

@@ -1,0 +1,149 @@
+"""Reads behind the adjudicator's dashboard and the exports: plain rows for reports.py and
+agreement.py. Every function takes a study and runs a fixed number of queries."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from django.db.models import Count, Q
+
+from trajectories.models import Run
+
+from .agreement import Coding, agreement_report, headline_bootstrap
+from .models import Annotation, Assignment, AuditEntry, Discussion, Final, FinalLabel, Study
+from .reports import FinalInstance, PairOutcome, concurrency_helped, rq1, table3
+from .selectors import agreement_input
+
+
+def progress(*, study: Study) -> dict:
+    per_annotator = list(
+        Assignment.objects.filter(study=study)
+        .values("annotator__username")
+        .annotate(
+            assigned=Count("pk"),
+            submitted=Count("pk", filter=Q(annotation__status="submitted")),
+            drafts=Count("pk", filter=Q(annotation__status="draft")),
+        )
+        .order_by("annotator__username")
+    )
+    runs = study.runs.select_related("agent", "task__benchmark")
+    submitted = Counter(
+        Annotation.objects.filter(assignment__study=study, status="submitted").values_list(
+            "assignment__run_id", flat=True
+        )
+    )
+    finals = set(Final.objects.filter(study=study).values_list("run_id", flat=True))
+    strata: dict[tuple[str, str], dict] = {}
+    for run in runs:
+        row = strata.setdefault(
+            (run.agent.name, run.task.benchmark.name),
+            {"agent": run.agent.name, "benchmark": run.task.benchmark.name, "runs": 0, "coded_twice": 0, "final": 0},
+        )
+        row["runs"] += 1
+        row["coded_twice"] += submitted[run.pk] >= 2
+        row["final"] += run.pk in finals
+    queues = dict(Discussion.objects.filter(study=study).values_list("status").annotate(n=Count("pk")))
+    return {
+        "annotators": per_annotator,
+        "strata": sorted(strata.values(), key=lambda r: (r["agent"], r["benchmark"])),
+        "queues": {status: queues.get(status, 0) for status in Discussion.Status.values},
+        "finals": len(finals),
+        "runs": len(runs),
+    }
+
+
+def agreement(*, study: Study, resamples: int = 1000) -> dict:
+    taxonomy, codings = agreement_input(study=study)
+    report = agreement_report(taxonomy, codings)
+    report["headline"] = headline_bootstrap(taxonomy, codings, n_resamples=resamples, seed=study.seed)
+    report["names"] = dict(study.codebook.codes.values_list("key", "name"))
+    return report
+
+
+def kappa_over_time(*, study: Study, points: int = 10) -> list[dict]:
+    """Headline κ over the runs completed so far (both first submissions in), at even steps."""
+    taxonomy, codings = agreement_input(study=study)
+    done_at: dict[str, list] = defaultdict(list)
+    for entry in (
+        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
+        .values("annotation__assignment__run_id", "at")
+        .order_by("at")
+    ):
+        done_at[str(entry["annotation__assignment__run_id"])].append(entry["at"])
+    completed = sorted((times[1], item) for item, times in done_at.items() if len(times) >= 2)
+    if not completed:
+        return []
+    by_item: dict[str, list[Coding]] = defaultdict(list)
+    for coding in codings:
+        by_item[coding.item].append(coding)
+    series = []
+    steps = sorted({max(1, round(len(completed) * k / points)) for k in range(1, points + 1)})
+    for n in steps:
+        subset = [c for _, item in completed[:n] for c in by_item[item]]
+        overall = agreement_report(taxonomy, subset)["overall"]["mode"]
+        series.append({"runs": n, "at": completed[n - 1][0], "kappa": overall["mean_pairwise_pooled_kappa"]})
+    return series
+
+
+def final_instances(*, study: Study) -> list[FinalInstance]:
+    labels = FinalLabel.objects.filter(final__study=study).select_related("final__run__agent", "code__parent__parent")
+    return [
+        FinalInstance(
+            run_id=fl.final.run_id,
+            agent=fl.final.run.agent.name,
+            mode=(fl.code.key, fl.code.name),
+            subcategory=(fl.code.parent.key, fl.code.parent.name),
+            category=(fl.code.parent.parent.key, fl.code.parent.parent.name),
+        )
+        for fl in labels
+    ]
+
+
+def study_table3(*, study: Study) -> dict:
+    agents = sorted(set(study.runs.values_list("agent__name", flat=True)))
+    return table3(final_instances(study=study), agents=agents, runs_total=study.runs.count())
+
+
+def pair_outcomes(*, study: Study | None = None) -> list[PairOutcome]:
+    """Concurrent runs (of the study, or all) with their sequential twins' outcomes."""
+    concurrent = study.runs if study else Run.objects.filter(mode=Run.Mode.CONCURRENT)
+    concurrent = concurrent.select_related("agent", "task__benchmark")
+    twins = {(r.task_id, r.agent_id): r for r in Run.objects.filter(mode=Run.Mode.SEQUENTIAL)}
+    out = []
+    for run in concurrent:
+        twin = twins.get((run.task_id, run.agent_id))
+        if twin is None:
+            continue
+        out.append(
+            PairOutcome(
+                agent=run.agent.name,
+                benchmark=run.task.benchmark.name,
+                task=run.task.external_id,
+                concurrent_pass=run.task_pass,
+                sequential_pass=twin.task_pass,
+                concurrent_test_pass=run.test_pass,
+                sequential_test_pass=twin.test_pass,
+                concurrent_duration=run.duration_s,
+                sequential_duration=twin.duration_s,
+                concurrent_tokens=run.tokens,
+                sequential_tokens=twin.tokens,
+                concurrent_run_id=run.pk,
+            )
+        )
+    return out
+
+
+def study_rq1(*, study: Study) -> dict:
+    return rq1(pair_outcomes(study=study))
+
+
+def advantage_pairs(*, study: Study) -> list[dict]:
+    from .models import AdvantageTag
+
+    tags = {t.run_id: t for t in AdvantageTag.objects.filter(study=study)}
+    rows = []
+    for pair in pair_outcomes(study=study):
+        reasons = concurrency_helped(pair)
+        if reasons:
+            rows.append({"pair": pair, "reasons": reasons, "tag": tags.get(pair.concurrent_run_id)})
+    return rows

@@ -1,0 +1,237 @@
+"""Export rows for a study: one generator per table, shared by the streamed CSV downloads and
+the JSON API. Raw labels reveal everyone's coding: only the adjudicator and admins get them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from trajectories.exports import METRICS_COLUMNS, metrics_rows
+
+from . import dashboard
+from .models import Final, Label, Study
+
+LABEL_COLUMNS = (
+    "study",
+    "run_id",
+    "benchmark",
+    "task_id",
+    "agent",
+    "annotator",
+    "status",
+    "no_failure",
+    "category",
+    "subcategory",
+    "mode",
+    "path",
+    "rationale",
+    "realized_consequence",
+    "evidence",
+    "contrast",
+    "nearest_rejected",
+    "rejection_reason",
+    "submitted_at",
+    "updated_at",
+)
+FINAL_COLUMNS = (
+    "study",
+    "run_id",
+    "benchmark",
+    "task_id",
+    "agent",
+    "provenance",
+    "no_failure",
+    "decided_by",
+    "decided_at",
+    "category",
+    "subcategory",
+    "mode",
+    "path",
+    "rationale",
+    "evidence",
+)
+TABLE3_COLUMNS = ("level", "key", "name", "parent", "count", "percent")
+AGREEMENT_COLUMNS = (
+    "annotator_a",
+    "annotator_b",
+    "level",
+    "n_shared_items",
+    "pooled_kappa",
+    "macro_kappa",
+    "n_codes_defined",
+    "n_codes_undefined",
+    "alpha_masi",
+)
+PER_CODE_COLUMNS = ("annotator_a", "annotator_b", "level", "code", "name", "kappa")
+
+
+def _path(code) -> tuple[str, str, str, str]:
+    sub, cat = code.parent, code.parent.parent
+    return cat.key, sub.key, code.key, f"{cat.name} > {sub.name} > {code.name}"
+
+
+def label_rows(study: Study) -> Iterator[dict]:
+    from .models import Annotation
+
+    labels = (
+        Label.objects.filter(annotation__assignment__study=study)
+        .select_related(
+            "annotation__assignment__annotator",
+            "annotation__assignment__run__agent",
+            "annotation__assignment__run__task__benchmark",
+            "code__parent__parent",
+            "nearest_rejected",
+        )
+        .order_by("annotation__assignment__run_id", "annotation__assignment__slot", "code__position")
+    )
+    for label in labels.iterator(chunk_size=1000):
+        yield _label_row(study, label.annotation, label)
+    empty = Annotation.objects.filter(assignment__study=study, labels__isnull=True).select_related(
+        "assignment__annotator", "assignment__run__agent", "assignment__run__task__benchmark"
+    )
+    for annotation in empty.iterator(chunk_size=1000):
+        yield _label_row(study, annotation, None)
+
+
+def _label_row(study: Study, annotation, label) -> dict:
+    run = annotation.assignment.run
+    row = {
+        "study": study.name,
+        "run_id": run.pk,
+        "benchmark": run.task.benchmark.name,
+        "task_id": run.task.external_id,
+        "agent": run.agent.name,
+        "annotator": annotation.assignment.annotator.get_username(),
+        "status": annotation.status,
+        "no_failure": annotation.no_failure,
+        "submitted_at": annotation.submitted_at,
+        "updated_at": annotation.updated_at,
+    }
+    if label is not None:
+        cat, sub, mode, path = _path(label.code)
+        row.update(
+            category=cat,
+            subcategory=sub,
+            mode=mode,
+            path=path,
+            rationale=label.rationale,
+            realized_consequence=label.realized_consequence,
+            evidence="; ".join(label.evidence),
+            contrast="; ".join(label.contrast),
+            nearest_rejected=label.nearest_rejected.key if label.nearest_rejected else "",
+            rejection_reason=label.rejection_reason,
+        )
+    return row
+
+
+def final_rows(study: Study) -> Iterator[dict]:
+    finals = (
+        Final.objects.filter(study=study)
+        .select_related("run__agent", "run__task__benchmark", "decided_by")
+        .prefetch_related("labels__code__parent__parent")
+        .order_by("run_id")
+    )
+    for final in finals:
+        base = {
+            "study": study.name,
+            "run_id": final.run_id,
+            "benchmark": final.run.task.benchmark.name,
+            "task_id": final.run.task.external_id,
+            "agent": final.run.agent.name,
+            "provenance": final.provenance,
+            "no_failure": final.no_failure,
+            "decided_by": final.decided_by.get_username() if final.decided_by else "",
+            "decided_at": final.decided_at,
+        }
+        labels = list(final.labels.all())
+        if not labels:
+            yield base
+        for fl in labels:
+            cat, sub, mode, path = _path(fl.code)
+            yield {
+                **base,
+                "category": cat,
+                "subcategory": sub,
+                "mode": mode,
+                "path": path,
+                "rationale": fl.rationale,
+                "evidence": "; ".join(fl.evidence),
+            }
+
+
+def table3_rows(study: Study) -> tuple[tuple[str, ...], Iterator[dict]]:
+    table = dashboard.study_table3(study=study)
+    agents = sorted(set(study.runs.values_list("agent__name", flat=True)))
+    columns = (*TABLE3_COLUMNS, *(f"share_{agent}" for agent in agents))
+
+    def rows():
+        for row in table["rows"]:
+            out = {k: row[k] for k in TABLE3_COLUMNS}
+            for agent in agents:
+                out[f"share_{agent}"] = row["share_by_agent"][agent]
+            yield out
+
+    return columns, rows()
+
+
+def agreement_rows(study: Study) -> Iterator[dict]:
+    report = dashboard.agreement(study=study, resamples=0)
+    for pair in report["pairs"]:
+        a, b = pair["annotators"]
+        for level, data in pair["levels"].items():
+            yield {
+                "annotator_a": a,
+                "annotator_b": b,
+                "level": level,
+                "n_shared_items": data["n_shared_items"],
+                "pooled_kappa": data["pooled"]["kappa"],
+                "macro_kappa": data["macro"]["kappa"],
+                "n_codes_defined": data["macro"]["n_codes_defined"],
+                "n_codes_undefined": data["macro"]["n_codes_undefined"],
+                "alpha_masi": data["alpha_masi"]["alpha"],
+            }
+
+
+def per_code_rows(study: Study) -> Iterator[dict]:
+    report = dashboard.agreement(study=study, resamples=0)
+    for pair in report["pairs"]:
+        a, b = pair["annotators"]
+        for level, data in pair["levels"].items():
+            for code, kappa in data["per_code_kappa"].items():
+                yield {
+                    "annotator_a": a,
+                    "annotator_b": b,
+                    "level": level,
+                    "code": code,
+                    "name": report["names"].get(code, code),
+                    "kappa": kappa,
+                }
+
+
+def outcome_rows(study: Study) -> Iterator[dict]:
+    from trajectories.models import Run
+
+    runs = Run.objects.filter(studies=study).select_related("task__benchmark", "agent").order_by("pk")
+    twins = Run.objects.filter(
+        mode=Run.Mode.SEQUENTIAL, task__in=runs.values("task"), agent__in=runs.values("agent")
+    ).select_related("task__benchmark", "agent")
+    yield from metrics_rows(runs.iterator(chunk_size=500))
+    yield from metrics_rows(twins.iterator(chunk_size=500))
+
+
+def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
+    if kind == "labels":
+        return LABEL_COLUMNS, label_rows(study)
+    if kind == "finals":
+        return FINAL_COLUMNS, final_rows(study)
+    if kind == "table3":
+        return table3_rows(study)
+    if kind == "agreement":
+        return AGREEMENT_COLUMNS, agreement_rows(study)
+    if kind == "per-code-kappa":
+        return PER_CODE_COLUMNS, per_code_rows(study)
+    if kind == "outcomes":
+        return METRICS_COLUMNS, outcome_rows(study)
+    raise KeyError(kind)
+
+
+EXPORT_KINDS = ("labels", "finals", "table3", "agreement", "per-code-kappa", "outcomes")
