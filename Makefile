@@ -37,6 +37,7 @@ demo-data: install
 	$(PY) manage.py load_codebook
 	$(PY) manage.py create_study "Demo study" --annotators annotator1,annotator2,annotator3 --adjudicator senior || true
 	$(PY) manage.py assign "Demo study"
+	$(PY) manage.py simulate_codings "Demo study" --fraction 0.5 --seed 1
 	@echo; echo "Demo users (password: parallax-demo): annotator1 annotator2 annotator3 senior admin"
 
 run: install

@@ -9,7 +9,6 @@ number (κ is undefined exactly when p_e = 1; α when the expected disagreement 
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -233,6 +232,50 @@ def agreement_report(taxonomy: Taxonomy, codings: Sequence[Coding]) -> dict:
     return {"pairs": pairs, "overall": overall}
 
 
+def _item_tables(taxonomy: Taxonomy, codings: Sequence[Coding], level: str):
+    """Per item (coded ≥ 2 times) and annotator pair: the item's 2×2 counts over the universe.
+
+    Returns (items, pairs, tables[n_items, n_pairs, 4] as n11, n10, n01, n00; present[n_items, n_pairs])."""
+    import numpy as np
+
+    index = build_index(taxonomy, codings)
+    universe = taxonomy.universe(level)
+    size = len(universe)
+    pair_list = list(combinations(sorted({c.annotator for c in codings}), 2))
+    items = sorted(item for item, coders in index.items() if len(coders) >= 2)
+    tables = np.zeros((len(items), len(pair_list), 4), dtype=np.int64)
+    present = np.zeros((len(items), len(pair_list)), dtype=np.int64)
+    for row, item in enumerate(items):
+        coders = index[item]
+        for col, (a, b) in enumerate(pair_list):
+            if a in coders and b in coders:
+                sa, sb = taxonomy.lift(coders[a], level), taxonomy.lift(coders[b], level)
+                n11 = len(sa & sb)
+                n10, n01 = len(sa) - n11, len(sb) - n11
+                tables[row, col] = (n11, n10, n01, size - n11 - n10 - n01)
+                present[row, col] = 1
+    return items, pair_list, tables, present
+
+
+def _headlines(totals, seen):
+    """Mean over pairs (with ≥ 1 shared item and defined κ) of the pooled κ; rows = samples."""
+    import numpy as np
+
+    n11, n10, n01, n00 = (totals[..., k].astype(float) for k in range(4))
+    n = n11 + n10 + n01 + n00
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_o = (n11 + n00) / n
+        pa, pb = (n11 + n10) / n, (n11 + n01) / n
+        p_e = pa * pb + (1 - pa) * (1 - pb)
+        kappa = (p_o - p_e) / (1 - p_e)
+    a1, b1 = n11 + n10, n11 + n01
+    undefined = (n == 0) | ((a1 == b1) & ((a1 == 0) | (a1 == n))) | (seen == 0)
+    kappa = np.where(undefined, np.nan, kappa)
+    defined = (~np.isnan(kappa)).sum(axis=-1)
+    sums = np.nansum(kappa, axis=-1)
+    return np.where(defined > 0, sums / np.maximum(defined, 1), np.nan)
+
+
 def headline_bootstrap(
     taxonomy: Taxonomy,
     codings: Sequence[Coding],
@@ -242,57 +285,68 @@ def headline_bootstrap(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict:
-    """Percentile bootstrap over items of the mean pairwise pooled κ (the headline)."""
-    index = build_index(taxonomy, codings)
-    universe = taxonomy.universe(level)
-    annotators = sorted({c.annotator for c in codings})
-    pair_list = list(combinations(annotators, 2))
-    items = sorted(item for item, coders in index.items() if len(coders) >= 2)
-    # Per item and pair: the item's 2×2 counts over the universe.
-    counts: dict[str, dict[tuple[str, str], tuple[int, int, int, int]]] = {}
-    for item in items:
-        coders = index[item]
-        counts[item] = {}
-        for a, b in pair_list:
-            if a in coders and b in coders:
-                sa, sb = taxonomy.lift(coders[a], level), taxonomy.lift(coders[b], level)
-                n11 = sum(1 for c in universe if c in sa and c in sb)
-                n10 = sum(1 for c in universe if c in sa and c not in sb)
-                n01 = sum(1 for c in universe if c not in sa and c in sb)
-                counts[item][(a, b)] = (n11, n10, n01, len(universe) - n11 - n10 - n01)
+    """Percentile bootstrap over items of the mean pairwise pooled κ (the headline). Each
+    resample draws the items with replacement; its 2×2 tables are the multiplicity-weighted sum
+    of the items' tables, so a resample costs one small matrix product."""
+    import numpy as np
 
-    def headline(sample: Sequence[str]) -> float | None:
-        totals = {pair: [0, 0, 0, 0] for pair in pair_list}
-        seen = dict.fromkeys(pair_list, 0)
-        for item in sample:
-            for pair, table in counts[item].items():
-                seen[pair] += 1
-                for k in range(4):
-                    totals[pair][k] += table[k]
-        return _mean(kappa_from_counts(*totals[p]) for p in pair_list if seen[p])
-
-    point = headline(items)
-    rng = random.Random(seed)
-    estimates = []
-    for _ in range(n_resamples if items else 0):
-        value = headline([items[rng.randrange(len(items))] for _ in items])
-        if value is not None:
-            estimates.append(value)
-    estimates.sort()
+    items, pair_list, tables, present = _item_tables(taxonomy, codings, level)
+    n = len(items)
+    point = _headlines(tables.sum(axis=0), present.sum(axis=0)) if n else np.nan
     low = high = None
-    if estimates:
-        tail = (1 - confidence) / 2
-        low = estimates[int(tail * (len(estimates) - 1))]
-        high = estimates[int((1 - tail) * (len(estimates) - 1))]
+    if n and n_resamples:
+        rng = np.random.default_rng(seed)
+        flat = tables.reshape(n, -1)
+        estimates = []
+        for start in range(0, n_resamples, 250):
+            count = min(250, n_resamples - start)
+            draws = rng.integers(0, n, size=(count, n))
+            weights = np.zeros((count, n), dtype=np.int64)
+            np.add.at(weights, (np.repeat(np.arange(count), n), draws.ravel()), 1)
+            totals = (weights @ flat).reshape(count, len(pair_list), 4)
+            estimates.append(_headlines(totals, weights @ present))
+        values = np.sort(np.concatenate(estimates))
+        values = values[~np.isnan(values)]
+        if len(values):
+            tail = (1 - confidence) / 2
+            low = float(values[int(tail * (len(values) - 1))])
+            high = float(values[int((1 - tail) * (len(values) - 1))])
+    point_value = None if n == 0 or np.isnan(point) else float(point)
     return {
         "level": level,
-        "kappa": point,
+        "kappa": point_value,
         "ci_low": low,
         "ci_high": high,
         "confidence": confidence,
         "n_resamples": n_resamples,
-        "n_items": len(items),
+        "n_items": n,
     }
+
+
+def headline_series(
+    taxonomy: Taxonomy,
+    codings: Sequence[Coding],
+    *,
+    item_order: Sequence[str],
+    checkpoints: Sequence[int],
+    level: str = "mode",
+) -> list[float | None]:
+    """The headline κ over the first k items of `item_order`, for each k in `checkpoints`."""
+    import numpy as np
+
+    items, _, tables, present = _item_tables(taxonomy, codings, level)
+    position = {item: row for row, item in enumerate(items)}
+    rows = [position[item] for item in item_order if item in position]
+    if not rows:
+        return [None for _ in checkpoints]
+    cum_tables = np.cumsum(tables[rows], axis=0)
+    cum_present = np.cumsum(present[rows], axis=0)
+    out = []
+    for k in checkpoints:
+        k = min(max(k, 1), len(rows))
+        value = _headlines(cum_tables[k - 1], cum_present[k - 1])
+        out.append(None if np.isnan(value) else float(value))
+    return out
 
 
 def taxonomy_from_json(data: dict) -> Taxonomy:

@@ -9,7 +9,7 @@ from django.db.models import Count, Q
 
 from trajectories.models import Run
 
-from .agreement import Coding, agreement_report, headline_bootstrap
+from .agreement import agreement_report, headline_bootstrap, headline_series
 from .models import Annotation, Assignment, AuditEntry, Discussion, Final, FinalLabel, Study
 from .reports import FinalInstance, PairOutcome, concurrency_helped, rq1, table3
 from .selectors import agreement_input
@@ -73,16 +73,9 @@ def kappa_over_time(*, study: Study, points: int = 10) -> list[dict]:
     completed = sorted((times[1], item) for item, times in done_at.items() if len(times) >= 2)
     if not completed:
         return []
-    by_item: dict[str, list[Coding]] = defaultdict(list)
-    for coding in codings:
-        by_item[coding.item].append(coding)
-    series = []
     steps = sorted({max(1, round(len(completed) * k / points)) for k in range(1, points + 1)})
-    for n in steps:
-        subset = [c for _, item in completed[:n] for c in by_item[item]]
-        overall = agreement_report(taxonomy, subset)["overall"]["mode"]
-        series.append({"runs": n, "at": completed[n - 1][0], "kappa": overall["mean_pairwise_pooled_kappa"]})
-    return series
+    values = headline_series(taxonomy, codings, item_order=[item for _, item in completed], checkpoints=steps)
+    return [{"runs": n, "at": completed[n - 1][0], "kappa": value} for n, value in zip(steps, values, strict=True)]
 
 
 def final_instances(*, study: Study) -> list[FinalInstance]:

@@ -59,4 +59,19 @@ with sync_playwright() as p, tempfile.TemporaryDirectory() as prof:
     pg.wait_for_timeout(1500)
     pg.evaluate("window.scrollTo(0, 0); document.querySelector('.picker').scrollTop = 0")
     pg.screenshot(path="docs/img/annotate.png")
+    # the senior author's dashboard
+    b.clear_cookies()
+    pg.goto(base + "/accounts/login/")
+    pg.fill("input[name=username]", "senior")
+    pg.fill("input[name=password]", "parallax-demo")
+    pg.click("button[type=submit]")
+    pg.goto(base + "/annotate/studies/")
+    pg.click("text=dashboard")
+    pg.wait_for_selector("text=Agreement")
+    pg.set_viewport_size({"width": 1500, "height": 1400})
+    pg.screenshot(path="docs/img/dashboard.png")
+    for i, y in enumerate((1400, 2800)):
+        pg.screenshot(
+            path=f"/tmp/dashboard-{i}.png", full_page=True, clip={"x": 0, "y": y, "width": 1500, "height": 1400}
+        )
     b.close()

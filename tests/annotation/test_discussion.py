@@ -158,3 +158,14 @@ def test_revising_through_the_annotate_page(study, codebook):
     response = client_for(b.annotator).post(f"/annotate/{b.pk}/revise/", form(lossy, ann_b.version), **HTMX)
     assert response.status_code == 200
     assert client_for(b.annotator).post(f"/annotate/{b.pk}/save/", form(lossy, 99), **HTMX).status_code == 409
+
+
+def test_simulate_codings_demo_command(study):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("simulate_codings", str(study.pk), "--fraction", "1", "--agree", "0.5", "--seed", "3", stdout=out)
+    assert "[demo] submitted 12 synthetic codings on 6 runs" in out.getvalue()
+    assert Final.objects.count() + Discussion.objects.count() == 6

@@ -1,0 +1,65 @@
+"""Demo only: code part of a study with synthetic labels, through the real services, so that the
+dashboards, discussions and adjudication queue have something to show. Every rationale says so."""
+
+from __future__ import annotations
+
+import random
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.discussion import discussion_escalate
+from annotation.models import Assignment, Discussion, Study
+from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
+
+
+class Command(BaseCommand):
+    help = "DEMO ONLY: submit synthetic codings for a fraction of a study's runs (both annotators of each)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="Study id or name.")
+        parser.add_argument("--fraction", type=float, default=0.5)
+        parser.add_argument("--agree", type=float, default=0.75, help="Chance that both pick the same modes.")
+        parser.add_argument("--escalate", type=float, default=0.5, help="Share of discussions to escalate.")
+        parser.add_argument("--seed", type=int, default=0)
+
+    def handle(self, *args, **options) -> None:
+        ref = options["study"]
+        study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else Study.objects.filter(name=ref).first()
+        if study is None:
+            raise CommandError(f"no study {ref!r}")
+        rng = random.Random(options["seed"])
+        modes = list(study.codebook.codes.filter(level="mode").order_by("position"))
+        run_ids = sorted(set(Assignment.objects.filter(study=study).values_list("run_id", flat=True)))
+        chosen = run_ids[: int(len(run_ids) * options["fraction"])]
+        coded = 0
+        for run_id in chosen:
+            pair = list(Assignment.objects.filter(study=study, run_id=run_id).select_related("annotator"))
+            base = rng.sample(modes, rng.choice((0, 1, 1, 2)))
+            for index, assignment in enumerate(pair):
+                picked = base if index == 0 or rng.random() < options["agree"] else rng.sample(modes, 1)
+                annotation = annotation_for(assignment=assignment)
+                if annotation.is_submitted:
+                    continue
+                labels = [
+                    LabelInput(
+                        code_id=m.pk,
+                        rationale=f"[demo data] synthetic rationale for {m.name}.",
+                        evidence=[f"{assignment.run.source_name}:{rng.randrange(2, 40)}"],
+                    )
+                    for m in picked
+                ]
+                annotation_save(
+                    annotation=annotation,
+                    actor=assignment.annotator,
+                    version=annotation.version,
+                    no_failure=not labels,
+                    notes="[demo data]",
+                    labels=labels,
+                )
+                annotation_submit(annotation=annotation, actor=assignment.annotator, version=annotation.version)
+                coded += 1
+        for discussion in Discussion.objects.filter(study=study, status=Discussion.Status.OPEN).order_by("pk"):
+            if rng.random() < options["escalate"]:
+                annotator = Assignment.objects.filter(study=study, run=discussion.run).first().annotator
+                discussion_escalate(discussion=discussion, actor=annotator)
+        self.stdout.write(self.style.SUCCESS(f"[demo] submitted {coded} synthetic codings on {len(chosen)} runs"))
