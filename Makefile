@@ -67,6 +67,7 @@ check-deploy: install
 		$(PY) manage.py check --deploy --fail-level WARNING
 
 bench: install
+	$(PY) bench/agreement_bench.py
 	$(PY) bench/import_bench.py
 
 clean:

@@ -248,3 +248,20 @@ def test_command_on_a_study_uses_first_submissions(study, trio, codebook):
     # slot 1 always says lossy-handoff, slot 2 never: p_o < 1 and κ ≤ 0 at every level
     assert report["overall"]["mode"]["mean_pairwise_pooled_kappa"] <= 0
     assert report["headline"]["n_items"] == 6
+
+
+def test_headline_series_equals_full_reports_on_prefixes():
+    from annotation.agreement import headline_series
+
+    codings = []
+    for i in range(30):
+        pair = [("A", "B"), ("A", "C"), ("B", "C")][i % 3]
+        codes_a = ("m1",) if i % 4 else ("m1", "m2")
+        codes_b = codes_a if i % 7 else ("m2",)
+        codings += [c(f"i{i:02d}", pair[0], *codes_a), c(f"i{i:02d}", pair[1], *codes_b)]
+    order = [f"i{i:02d}" for i in reversed(range(30))]
+    series = headline_series(TAX, codings, item_order=order, checkpoints=[5, 17, 30])
+    for k, value in zip([5, 17, 30], series, strict=True):
+        subset = [x for x in codings if x.item in set(order[:k])]
+        expected = agreement_report(TAX, subset)["overall"]["mode"]["mean_pairwise_pooled_kappa"]
+        assert value == pytest.approx(expected)
