@@ -72,12 +72,33 @@ def _status(request: HttpRequest, annotation, *, error: str = "", status: int = 
     return response
 
 
+def _apply(request: HttpRequest, annotation, write) -> HttpResponse | None:
+    """Parse the annotate form and run `write(form)`; a refusal becomes the status fragment
+    (409 for a stale version or a locked annotation, 422 for invalid input)."""
+    try:
+        write(parse_annotation_form(request.POST))
+    except (services.ConflictError, services.LockedError) as exc:
+        annotation.refresh_from_db()
+        return _status(request, annotation, error=str(exc), status=409)
+    except services.AnnotationError as exc:
+        annotation.refresh_from_db()
+        return _status(request, annotation, error=str(exc), status=422)
+    return None
+
+
+def _saved(request: HttpRequest, assignment: Assignment, annotation) -> HttpResponse:
+    if not request.htmx:
+        return redirect("annotation:annotate", assignment_id=assignment.pk)
+    return _status(request, annotation)
+
+
 @require_POST
 def save(request: HttpRequest, assignment_id: int) -> HttpResponse:
     assignment = _own(request, assignment_id)
     annotation = services.annotation_for(assignment=assignment)
-    try:
-        version, no_failure, notes, labels = parse_annotation_form(request.POST)
+
+    def write(form):
+        version, no_failure, notes, labels = form
         services.annotation_save(
             annotation=annotation,
             actor=request.user,
@@ -86,24 +107,17 @@ def save(request: HttpRequest, assignment_id: int) -> HttpResponse:
             notes=notes,
             labels=labels,
         )
-    except services.ConflictError as exc:
-        annotation.refresh_from_db()
-        return _status(request, annotation, error=str(exc), status=409)
-    except services.LockedError as exc:
-        return _status(request, annotation, error=str(exc), status=409)
-    except services.AnnotationError as exc:
-        return _status(request, annotation, error=str(exc), status=422)
-    if not request.htmx:
-        return redirect("annotation:annotate", assignment_id=assignment.pk)
-    return _status(request, annotation)
+
+    return _apply(request, annotation, write) or _saved(request, assignment, annotation)
 
 
 @require_POST
 def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
     assignment = _own(request, assignment_id)
     annotation = services.annotation_for(assignment=assignment)
-    try:
-        version, no_failure, notes, labels = parse_annotation_form(request.POST)
+
+    def write(form):
+        version, no_failure, notes, labels = form
         # Submitting saves what is on the screen first, then locks it.
         services.annotation_save(
             annotation=annotation,
@@ -114,14 +128,10 @@ def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
             labels=labels,
         )
         services.annotation_submit(annotation=annotation, actor=request.user, version=annotation.version)
-    except services.ConflictError as exc:
-        annotation.refresh_from_db()
-        return _status(request, annotation, error=str(exc), status=409)
-    except services.LockedError as exc:
-        return _status(request, annotation, error=str(exc), status=409)
-    except services.AnnotationError as exc:
-        annotation.refresh_from_db()
-        return _status(request, annotation, error=str(exc), status=422)
+
+    refused = _apply(request, annotation, write)
+    if refused:
+        return refused
     target = reverse("annotation:next")
     return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
 
@@ -134,8 +144,9 @@ def revise(request: HttpRequest, assignment_id: int) -> HttpResponse:
     discussion = Discussion.objects.filter(study=assignment.study, run=assignment.run).first()
     if discussion is None:
         return _status(request, annotation, error="this run is not under discussion", status=409)
-    try:
-        version, no_failure, notes, labels = parse_annotation_form(request.POST)
+
+    def write(form):
+        version, no_failure, notes, labels = form
         annotation_revise(
             discussion=discussion,
             annotation=annotation,
@@ -145,11 +156,5 @@ def revise(request: HttpRequest, assignment_id: int) -> HttpResponse:
             notes=notes,
             labels=labels,
         )
-    except services.ConflictError as exc:
-        annotation.refresh_from_db()
-        return _status(request, annotation, error=str(exc), status=409)
-    except services.AnnotationError as exc:
-        return _status(request, annotation, error=str(exc), status=422)
-    if not request.htmx:
-        return redirect("annotation:annotate", assignment_id=assignment.pk)
-    return _status(request, annotation)
+
+    return _apply(request, annotation, write) or _saved(request, assignment, annotation)
