@@ -10,12 +10,21 @@ ADMIN = "admin"
 ALL_ROLES = (ANNOTATOR, ADJUDICATOR, ADMIN)
 
 
+def role_names(user: AbstractBaseUser | AnonymousUser) -> frozenset[str]:
+    """The user's role groups, read once per user object (i.e. once per request)."""
+    if not user.is_authenticated:
+        return frozenset()
+    cached = getattr(user, "_parallax_roles", None)
+    if cached is None:
+        cached = frozenset(user.groups.values_list("name", flat=True))
+        user._parallax_roles = cached
+    return cached
+
+
 def has_role(user: AbstractBaseUser | AnonymousUser, role: str) -> bool:
     if not user.is_authenticated:
         return False
-    if user.is_superuser:
-        return True
-    return user.groups.filter(name=role).exists()
+    return user.is_superuser or role in role_names(user)
 
 
 def can_import(user: AbstractBaseUser | AnonymousUser) -> bool:

@@ -63,6 +63,12 @@ def annotator_client(annotator) -> Client:
 
 
 @pytest.fixture
+def browser_client(adjudicator) -> Client:
+    """A user who may browse the whole corpus (adjudicators and admins may)."""
+    return client_for(adjudicator)
+
+
+@pytest.fixture
 def admin_client_(admin_user) -> Client:
     return client_for(admin_user)
 

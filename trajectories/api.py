@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from accounts.roles import can_import
 
 from . import selectors, services, tasks
+from .access import visible_runs
 from .formats.detect import FORMAT_CHOICES
 from .formats.records import FormatError
 from .models import AgentContext, Event, ImportBatch, Run
@@ -141,14 +142,14 @@ class RunListAPI(generics.ListAPIView):
 
     def get_queryset(self):
         filters = {key: self.request.query_params.get(key, "") for key in (*selectors.RUN_FILTERS, "q")}
-        return selectors.run_list(filters=filters)
+        return visible_runs(self.request.user, selectors.run_list(filters=filters))
 
 
 class RunDetailAPI(generics.RetrieveAPIView):
     serializer_class = RunDetailSerializer
 
     def get_queryset(self):
-        return selectors.run_list().prefetch_related("contexts__parent")
+        return visible_runs(self.request.user, selectors.run_list()).prefetch_related("contexts__parent")
 
 
 @extend_schema(
@@ -161,7 +162,7 @@ class RunEventsAPI(generics.ListAPIView):
     serializer_class = EventSerializer
 
     def get_queryset(self):
-        run = get_object_or_404(Run, pk=self.kwargs["pk"])
+        run = get_object_or_404(visible_runs(self.request.user, Run.objects.all()), pk=self.kwargs["pk"])
         qs = Event.objects.filter(run=run).select_related("context").order_by("context__position", "seq")
         if self.request.query_params.get("context"):
             qs = qs.filter(context__external_id=self.request.query_params["context"])

@@ -13,6 +13,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from accounts.roles import can_import
 
 from . import selectors, services, tasks
+from .access import visible_runs
 from .exports import METRICS_COLUMNS, csv_lines, metrics_rows
 from .formats.records import EVENT_KINDS, FormatError
 from .forms import UploadForm
@@ -26,7 +27,8 @@ EVENTS_PER_PAGE = 100
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in (*selectors.RUN_FILTERS, "q")}
-    page = Paginator(selectors.run_list(filters=filters), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    runs = visible_runs(request.user, selectors.run_list(filters=filters))
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     context = {"page": page, "filters": filters, "choices": selectors.filter_choices(), "query": query.urlencode()}
@@ -65,13 +67,16 @@ def pair_sides(run: Run) -> dict:
 
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(Run.objects.select_related("task__benchmark", "agent"), pk=run_id)
+    run = get_object_or_404(
+        visible_runs(request.user, Run.objects.select_related("task__benchmark", "agent")), pk=run_id
+    )
     return render(request, "trajectories/run_detail.html", pair_sides(run))
 
 
 @require_GET
 def context_events(request: HttpRequest, run_id: int, context_id: int) -> HttpResponse:
-    ctx = get_object_or_404(AgentContext.objects.select_related("run"), pk=context_id, run_id=run_id)
+    run = get_object_or_404(visible_runs(request.user, Run.objects.all()), pk=run_id)
+    ctx = get_object_or_404(AgentContext.objects.select_related("run"), pk=context_id, run=run)
     try:
         offset = max(0, int(request.GET.get("offset", "0")))
     except ValueError:
@@ -95,7 +100,7 @@ def context_events(request: HttpRequest, run_id: int, context_id: int) -> HttpRe
 @require_GET
 def metrics_csv(request: HttpRequest) -> StreamingHttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in (*selectors.RUN_FILTERS, "q")}
-    rows = metrics_rows(selectors.run_list(filters=filters).iterator(chunk_size=500))
+    rows = metrics_rows(visible_runs(request.user, selectors.run_list(filters=filters)).iterator(chunk_size=500))
     response = StreamingHttpResponse(csv_lines(rows, METRICS_COLUMNS), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="parallax-run-metrics.csv"'
     return response

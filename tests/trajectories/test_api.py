@@ -30,24 +30,24 @@ def test_anonymous_gets_403():
     assert api().get("/api/runs/").status_code == 403
 
 
-def test_run_list_with_metrics_and_filters(annotator, pair):
-    data = api(annotator).get("/api/runs/", {"mode": "concurrent"}).json()
+def test_run_list_with_metrics_and_filters(adjudicator, pair):
+    data = api(adjudicator).get("/api/runs/", {"mode": "concurrent"}).json()
     assert data["count"] == 1
     row = data["results"][0]
     assert row["subagents_created"] == 2 and row["peak_concurrency"] == 2 and row["is_paired"] is True
 
 
-def test_run_detail_has_twin_and_contexts(annotator, pair):
+def test_run_detail_has_twin_and_contexts(adjudicator, pair):
     concurrent, sequential = pair
-    data = api(annotator).get(f"/api/runs/{concurrent.pk}/").json()
+    data = api(adjudicator).get(f"/api/runs/{concurrent.pk}/").json()
     assert data["twin_id"] == sequential.pk
     assert {c["external_id"] for c in data["contexts"]} == {"main", "sub-0", "sub-1"}
-    assert api(annotator).get("/api/runs/999/").status_code == 404
+    assert api(adjudicator).get("/api/runs/999/").status_code == 404
 
 
-def test_run_events(annotator, pair):
+def test_run_events(adjudicator, pair):
     concurrent, _ = pair
-    data = api(annotator).get(f"/api/runs/{concurrent.pk}/events/", {"context": "sub-1"}).json()
+    data = api(adjudicator).get(f"/api/runs/{concurrent.pk}/events/", {"context": "sub-1"}).json()
     assert data["count"] == 1 and data["results"][0]["kind"] == "file_write"
 
 
@@ -73,6 +73,6 @@ def test_import_bad_format_choice(admin_user, tmp_path):
     assert response.status_code == 400 and "format" in response.json()
 
 
-def test_schema_is_served(annotator):
-    response = api(annotator).get("/api/schema/")
+def test_schema_is_served(adjudicator):
+    response = api(adjudicator).get("/api/schema/")
     assert response.status_code == 200 and b"/api/runs/" in response.content

@@ -31,39 +31,39 @@ def test_anonymous_is_sent_to_login(name, kwargs):
     assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
 
 
-def test_run_list(annotator_client, pair):
-    response = annotator_client.get(reverse("trajectories:run_list"))
+def test_run_list(browser_client, pair):
+    response = browser_client.get(reverse("trajectories:run_list"))
     assert response.status_code == 200
     body = response.content.decode()
     assert "<html" in body and "t-1" in body and "paired" in body
 
 
-def test_run_list_htmx_fragment(annotator_client, pair):
-    response = annotator_client.get(reverse("trajectories:run_list"), {"mode": "sequential"}, **HTMX)
+def test_run_list_htmx_fragment(browser_client, pair):
+    response = browser_client.get(reverse("trajectories:run_list"), {"mode": "sequential"}, **HTMX)
     body = response.content.decode()
     assert response.status_code == 200 and "<html" not in body
     assert 'id="run-table"' in body and "1 run" in body
 
 
-def test_run_list_filters_unpaired(annotator_client, pair, tmp_path):
+def test_run_list_filters_unpaired(browser_client, pair, tmp_path):
     import_paths(paths=[write_jsonl(tmp_path / "x" / "lonely.jsonl", simple_run("lonely"))])
-    body = annotator_client.get(reverse("trajectories:run_list"), {"paired": "no"}).content.decode()
+    body = browser_client.get(reverse("trajectories:run_list"), {"paired": "no"}).content.decode()
     assert "lonely" in body and ">t-1<" not in body
 
 
-def test_run_list_query_count_is_constant(annotator_client, django_assert_max_num_queries, tmp_path):
+def test_run_list_query_count_is_constant(browser_client, django_assert_max_num_queries, tmp_path):
     for i in range(30):
         write_jsonl(tmp_path / f"r{i}.jsonl", simple_run(f"task-{i}", n_sub=1))
     import_paths(paths=[tmp_path])
     with django_assert_max_num_queries(9):  # session, user, count, page, 3 filter choices, (groups)
-        response = annotator_client.get(reverse("trajectories:run_list"))
+        response = browser_client.get(reverse("trajectories:run_list"))
     assert response.status_code == 200
 
 
-def test_run_detail_shows_both_runs_and_timeline(annotator_client, pair, django_assert_max_num_queries):
+def test_run_detail_shows_both_runs_and_timeline(browser_client, pair, django_assert_max_num_queries):
     concurrent, sequential = pair
     with django_assert_max_num_queries(8):
-        response = annotator_client.get(reverse("trajectories:run_detail", args=[sequential.pk]))
+        response = browser_client.get(reverse("trajectories:run_detail", args=[sequential.pk]))
     body = response.content.decode()
     assert response.status_code == 200
     assert f"run #{concurrent.pk}" in body and f"run #{sequential.pk}" in body
@@ -71,53 +71,53 @@ def test_run_detail_shows_both_runs_and_timeline(annotator_client, pair, django_
     assert body.count('class="bar sub') == 3 and "<title>sub-0" in body
 
 
-def test_run_detail_of_unpaired_run_says_so(annotator_client, tmp_path):
+def test_run_detail_of_unpaired_run_says_so(browser_client, tmp_path):
     import_paths(paths=[write_jsonl(tmp_path / "lonely.jsonl", simple_run("lonely"))])
     run = Run.objects.get()
-    body = annotator_client.get(reverse("trajectories:run_detail", args=[run.pk])).content.decode()
+    body = browser_client.get(reverse("trajectories:run_detail", args=[run.pk])).content.decode()
     assert "unpaired" in body and "No twin" in body
 
 
-def test_run_detail_404(annotator_client):
-    assert annotator_client.get(reverse("trajectories:run_detail", args=[999])).status_code == 404
+def test_run_detail_404(browser_client):
+    assert browser_client.get(reverse("trajectories:run_detail", args=[999])).status_code == 404
 
 
-def test_events_fragment_paginates(annotator_client, tmp_path):
+def test_events_fragment_paginates(browser_client, tmp_path):
     from tests.conftest import ctx, ev, header, t
 
     lines = [header(), ctx("main", start=t(0), end=t(500))] + [ev("main", i, t(i * 0.1)) for i in range(250)]
     import_paths(paths=[write_jsonl(tmp_path / "big.jsonl", lines)])
     main = AgentContext.objects.get()
     url = reverse("trajectories:context_events", args=[main.run_id, main.pk])
-    first = annotator_client.get(url, **HTMX).content.decode()
+    first = browser_client.get(url, **HTMX).content.decode()
     assert "<html" not in first and first.count('class="event ') == 100 and "offset=100" in first
-    last = annotator_client.get(url, {"offset": 200}, **HTMX).content.decode()
+    last = browser_client.get(url, {"offset": 200}, **HTMX).content.decode()
     assert last.count('class="event ') == 50 and "Load more" not in last
 
 
-def test_events_of_another_runs_context_is_404(annotator_client, pair):
+def test_events_of_another_runs_context_is_404(browser_client, pair):
     concurrent, sequential = pair
     ctx_of_other = AgentContext.objects.filter(run=concurrent).first()
     url = reverse("trajectories:context_events", args=[sequential.pk, ctx_of_other.pk])
-    assert annotator_client.get(url).status_code == 404
+    assert browser_client.get(url).status_code == 404
 
 
-def test_trajectory_text_is_escaped(annotator_client, tmp_path):
+def test_trajectory_text_is_escaped(browser_client, tmp_path):
     from tests.conftest import ctx, ev, header, t
 
     evil = '<script>alert(1)</script><img src=x onerror="alert(2)">'
     lines = [header(), ctx("main", start=t(0), end=t(5), label=evil), ev("main", 0, t(1), "message", text=evil)]
     import_paths(paths=[write_jsonl(tmp_path / "evil.jsonl", lines)])
     run = Run.objects.get()
-    detail = annotator_client.get(reverse("trajectories:run_detail", args=[run.pk])).content.decode()
+    detail = browser_client.get(reverse("trajectories:run_detail", args=[run.pk])).content.decode()
     main = AgentContext.objects.get()
-    events = annotator_client.get(reverse("trajectories:context_events", args=[run.pk, main.pk])).content.decode()
+    events = browser_client.get(reverse("trajectories:context_events", args=[run.pk, main.pk])).content.decode()
     for body in (detail, events):
         assert "<script>alert(1)" not in body and "&lt;script&gt;" in body
 
 
-def test_metrics_csv_streams(annotator_client, pair):
-    response = annotator_client.get(reverse("trajectories:metrics_csv"))
+def test_metrics_csv_streams(browser_client, pair):
+    response = browser_client.get(reverse("trajectories:metrics_csv"))
     assert response.streaming and response["Content-Type"] == "text/csv"
     text = b"".join(response.streaming_content).decode()
     lines = text.strip().splitlines()
