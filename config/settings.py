@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
@@ -137,6 +138,20 @@ AUTH_PASSWORD_VALIDATORS = [
 if TESTING:
     # Fixture users are created by the dozen; real hashing would dominate the suite's time.
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Failed logins: after this many per username+address (or per address) the login form answers
+# 429 until the window has passed. The counters live in the cache (Redis in production).
+PARALLAX_LOGIN_FAILURES_PER_USER = env_int("PARALLAX_LOGIN_FAILURES_PER_USER", 5)
+PARALLAX_LOGIN_FAILURES_PER_ADDRESS = env_int("PARALLAX_LOGIN_FAILURES_PER_ADDRESS", 30)
+PARALLAX_LOGIN_LOCKOUT_SECONDS = env_int("PARALLAX_LOGIN_LOCKOUT_SECONDS", 15 * 60)
+# Only behind a reverse proxy that sets X-Forwarded-For (otherwise clients could forge it).
+PARALLAX_TRUST_X_FORWARDED_FOR = env_bool("PARALLAX_TRUST_X_FORWARDED_FOR", False)
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}
+        if env_str("CACHE_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "trajectories:run_list"
 LOGOUT_REDIRECT_URL = "login"
@@ -185,7 +200,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        # Machine clients use tokens (`manage.py create_api_token USER`); no HTTP Basic, which
+        # would let password guessing bypass the login throttle.
+        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

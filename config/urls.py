@@ -9,11 +9,12 @@ from django.views.decorators.csp import csp_override
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts.views import LoginView
 from config import views
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="trajectories:run_list"), name="home"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("trajectories/", include("trajectories.urls")),
