@@ -74,15 +74,60 @@ def test_browse_a_pair_timeline_and_events(page, live_server, admin_user, tmp_pa
     assert str(concurrent.pk) in page.content()
 
 
-def test_script_in_trajectory_text_does_not_run(page, live_server, admin_user, tmp_path):
+HOSTILE = [
+    "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>",
+    "</script><script>document.title='pwned'</script>",
+    "<a href=\"javascript:document.title='pwned'\">click me</a>",
+    "\x1b[31mred ANSI\x1b[0m and a bell \x07",
+    "x" * 150_000,  # a huge line: cut to 20,000 characters with a marker
+]
+
+
+def test_hostile_trajectory_text_never_executes(page, live_server, admin_user, tmp_path):
     from tests.conftest import ctx, ev, header, t
 
-    evil = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
-    lines = [header("xss"), ctx("main", start=t(0), end=t(5), label=evil), ev("main", 0, t(1), "message", text=evil)]
+    lines = [header("xss"), ctx("main", start=t(0), end=t(5), label=HOSTILE[0])]
+    lines += [ev("main", i, t(i), "message", text=text, tool=HOSTILE[1][:90]) for i, text in enumerate(HOSTILE)]
+    lines.append(ev("main", len(HOSTILE), t(9), "file_write", files=[HOSTILE[2]]))
     import_paths(paths=[write_jsonl(tmp_path / "x.jsonl", lines)])
+    run = Run.objects.get()
     login(page, live_server, "boss", "pw-boss")
-    page.goto(f"{live_server.url}/trajectories/runs/{Run.objects.get().pk}/")
+    for path in ("/trajectories/", f"/trajectories/runs/{run.pk}/"):
+        page.goto(f"{live_server.url}{path}")
+        page.wait_for_load_state("networkidle")
     page.locator("ol.contexts summary").first.click()
-    page.wait_for_selector(".event.message")
+    page.wait_for_selector(".event.file_write")
     assert page.title() != "pwned"
-    assert "<script>document.title" in page.locator(".event.message pre").first.inner_text()
+    assert page.locator("a[href^='javascript:']").count() == 0
+    assert page.locator(".event img, .event script").count() == 0
+    texts = page.locator(".event.message pre, .event.message summary").all_inner_texts()
+    assert any("<script>document.title" in text for text in texts)
+    assert any("more characters cut by Parallax" in text for text in page.locator(".event pre").all_text_contents())
+
+
+def test_hostile_text_in_comments_and_rationales_is_escaped(page, live_server, study, trio, codebook):
+    from annotation.models import Assignment, Discussion
+    from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
+
+    run = study.runs.order_by("pk").first()
+    pair = list(Assignment.objects.filter(study=study, run=run).order_by("slot"))
+    for assignment, key in zip(pair, ("lossy-handoff", "stale-handoff"), strict=True):
+        annotation = annotation_for(assignment=assignment)
+        annotation_save(
+            annotation=annotation,
+            actor=assignment.annotator,
+            version=1,
+            no_failure=False,
+            notes="",
+            labels=[LabelInput(code_id=codebook.codes.get(key=key).pk, rationale=HOSTILE[0], evidence=[HOSTILE[2]])],
+        )
+        annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
+    discussion = Discussion.objects.get()
+    user = pair[0].annotator
+    login(page, live_server, user.username, f"pw-{user.username}")
+    page.goto(f"{live_server.url}/annotate/discussions/{discussion.pk}/")
+    page.fill("#comments textarea[name=text]", HOSTILE[1])
+    page.click("#comments button[type=submit]")
+    page.wait_for_selector(".comment")
+    assert page.title() != "pwned" and page.locator("a[href^='javascript:']").count() == 0
+    assert "</script><script>" in page.locator(".comment").first.inner_text()
