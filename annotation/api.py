@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -50,12 +50,17 @@ class LabelSerializer(serializers.ModelSerializer):
 
 class AnnotationSerializer(serializers.ModelSerializer):
     assignment = serializers.IntegerField(source="assignment_id", read_only=True)
-    labels = LabelSerializer(many=True, read_only=True)
+    labels = serializers.SerializerMethodField()
 
     class Meta:
         model = Annotation
         fields = ["assignment", "status", "version", "no_failure", "notes", "labels", "updated_at", "submitted_at"]
         read_only_fields = fields
+
+    @extend_schema_field(LabelSerializer(many=True))
+    def get_labels(self, annotation: Annotation) -> list[dict]:
+        # An annotation that was never saved is an empty draft (opening a run writes nothing).
+        return LabelSerializer(annotation.labels.all(), many=True).data if annotation.pk else []
 
 
 class LabelInputSerializer(serializers.Serializer):

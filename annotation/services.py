@@ -158,11 +158,24 @@ def annotator_replace(
 
 
 def annotation_for(*, assignment: Assignment) -> Annotation:
-    annotation, _ = Annotation.objects.get_or_create(assignment=assignment)
-    return annotation
+    """The stored annotation, or an unsaved empty draft: merely opening a run writes nothing."""
+    return Annotation.objects.filter(assignment=assignment).first() or Annotation(assignment=assignment)
+
+
+def _ensure_stored(annotation: Annotation) -> None:
+    """First save of a draft: store it (or pick up the one another request stored meanwhile)."""
+    if annotation.pk is not None:
+        return
+    stored, _ = Annotation.objects.get_or_create(assignment=annotation.assignment)
+    for name in ("id", "status", "version", "no_failure", "notes", "created_at", "updated_at", "submitted_at"):
+        setattr(annotation, name, getattr(stored, name))
+    annotation._state.adding = False
 
 
 def snapshot(annotation: Annotation) -> dict:
+    labels = (
+        annotation.labels.select_related("code", "nearest_rejected").order_by("code__position") if annotation.pk else []
+    )
     return {
         "status": annotation.status,
         "version": annotation.version,
@@ -178,7 +191,7 @@ def snapshot(annotation: Annotation) -> dict:
                 "nearest_rejected": label.nearest_rejected.key if label.nearest_rejected else None,
                 "rejection_reason": label.rejection_reason,
             }
-            for label in annotation.labels.select_related("code", "nearest_rejected").order_by("code__position")
+            for label in labels
         ],
     }
 
@@ -247,6 +260,7 @@ def annotation_save(
         errors = {f"rationale-{label.code_id}": "needs a rationale" for label in labels if not label.rationale.strip()}
         if errors:
             raise AnnotationError("every failure mode needs a rationale", errors)
+    _ensure_stored(annotation)
     before = snapshot(annotation)
     _claim_version(annotation, version, revising=revising)
     annotation.no_failure = no_failure
@@ -290,6 +304,10 @@ def _clean_anchors(anchors: list[str]) -> list[str]:
 
 @transaction.atomic
 def annotation_submit(*, annotation: Annotation, actor: AbstractBaseUser, version: int) -> Annotation:
+    if annotation.pk is None:
+        raise AnnotationError(
+            "nothing is saved yet: pick failure modes (or 'no failure mode') first", {"codes": "empty"}
+        )
     labels = list(annotation.labels.select_related("code"))
     errors = {
         f"rationale-{label.code_id}": f"'{label.code.name}' needs a rationale"

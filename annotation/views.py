@@ -44,7 +44,7 @@ def next_run(request: HttpRequest) -> HttpResponse:
 def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
     assignment = _own(request, assignment_id)
     annotation = services.annotation_for(assignment=assignment)
-    labels = {label.code_id: label for label in annotation.labels.all()}
+    labels = {label.code_id: label for label in annotation.labels.all()} if annotation.pk else {}
     tree = selectors.picker_tree(study=assignment.study)
     modes = [mode for category in tree for sub in category.children for mode in sub.children]
     discussion = Discussion.objects.filter(study=assignment.study, run=assignment.run).first()
@@ -78,12 +78,17 @@ def _apply(request: HttpRequest, annotation, write) -> HttpResponse | None:
     try:
         write(parse_annotation_form(request.POST))
     except (services.ConflictError, services.LockedError) as exc:
-        annotation.refresh_from_db()
+        _reload(annotation)
         return _status(request, annotation, error=str(exc), status=409)
     except services.AnnotationError as exc:
-        annotation.refresh_from_db()
+        _reload(annotation)
         return _status(request, annotation, error=str(exc), status=422)
     return None
+
+
+def _reload(annotation) -> None:
+    if annotation.pk is not None:  # an unsaved draft has nothing to reload
+        annotation.refresh_from_db()
 
 
 def _saved(request: HttpRequest, assignment: Assignment, annotation) -> HttpResponse:
