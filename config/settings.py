@@ -214,6 +214,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Import agent trajectories, read runs, pairs and process metrics.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Login required everywhere, the API description included.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Swagger UI from the sidecar package, served by us: no CDN, and it fits the CSP below.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -1,0 +1,190 @@
+"""The authorization matrix: every route in the URL conf × {anonymous, an annotator on their own
+object, an annotator on someone else's object, the study's adjudicator, an admin}, for GET and for
+POST. A route missing from EXPECTED fails the test: new routes must be classified here."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from annotation.models import Assignment, Discussion
+from annotation.pilot import pilot_create
+from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
+from tests.conftest import client_for, mode_code
+from tests.routes import routes
+from trajectories.models import AgentContext, ImportBatch
+
+pytestmark = pytest.mark.django_db
+ROLES = ("anon", "own", "other", "adjudicator", "admin")
+
+# route -> (GET statuses per role, POST statuses per role); POST is sent with a valid CSRF token
+# (the test client), an empty or minimal body: it checks who is let in, not what the form does.
+# Reading a row: (GET for anon, own, other, adjudicator, admin), (POST for the same five).
+# 302 for anon = sent to the login page; 403 = the role may not; 404 = not yours (blind, so an id of
+# someone else's work is never confirmed); 405 = wrong method; 400/422 = let in, empty form refused.
+EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "": ((302, 302, 302, 302, 302), (302, 302, 302, 302, 302)),
+    "accounts/login/": ((200, 200, 200, 200, 200), (200, 200, 200, 200, 200)),
+    "accounts/logout/": ((302, 405, 405, 405, 405), (302, 302, 302, 302, 302)),
+    "trajectories/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "trajectories/runs/<int:run_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
+    "trajectories/runs/<int:run_id>/contexts/<int:context_id>/events/": (
+        (302, 200, 404, 200, 200),
+        (302, 405, 405, 405, 405),
+    ),
+    "trajectories/metrics.csv": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "trajectories/imports/": ((302, 403, 403, 403, 200), (302, 403, 403, 403, 200)),
+    "trajectories/imports/<int:batch_id>/": ((302, 403, 403, 403, 200), (302, 405, 405, 405, 405)),
+    "annotate/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "annotate/next/": ((302, 302, 302, 302, 302), (302, 405, 405, 405, 405)),
+    "annotate/<int:assignment_id>/": ((302, 200, 404, 404, 404), (302, 405, 405, 405, 405)),
+    "annotate/<int:assignment_id>/save/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
+    "annotate/<int:assignment_id>/submit/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
+    "annotate/<int:assignment_id>/revise/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
+    "annotate/discussions/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "annotate/discussions/<int:discussion_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
+    "annotate/discussions/<int:discussion_id>/comment/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),
+    "annotate/discussions/<int:discussion_id>/resolve/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),
+    "annotate/adjudication/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "annotate/adjudication/<int:discussion_id>/": ((302, 404, 404, 200, 404), (302, 404, 404, 422, 404)),
+    "annotate/studies/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "annotate/studies/<int:study_id>/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
+    "annotate/studies/<int:study_id>/advantage/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
+    "annotate/studies/<int:study_id>/advantage/<int:run_id>/": ((302, 405, 405, 405, 405), (302, 403, 403, 404, 404)),
+    "annotate/studies/<int:study_id>/export/<slug:kind>.csv": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
+    "annotate/pilot/<int:pilot_id>/": ((302, 200, 404, 404, 404), (302, 405, 405, 405, 405)),
+    "annotate/pilot/<int:pilot_id>/runs/<int:run_id>/": ((302, 200, 404, 404, 404), (302, 302, 404, 404, 404)),
+    "annotate/pilot/<int:pilot_id>/consolidate/": ((302, 403, 403, 403, 200), (302, 405, 405, 405, 405)),
+    "annotate/pilot/<int:pilot_id>/promote/": ((302, 405, 405, 405, 405), (302, 403, 403, 403, 302)),
+    "codebooks/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "codebooks/import/": ((302, 403, 403, 403, 200), (302, 403, 403, 403, 422)),
+    "codebooks/<int:codebook_id>/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "codebooks/<int:codebook_id>/export.csv": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "codebooks/<int:codebook_id>/new-version/": ((302, 405, 405, 405, 405), (302, 403, 403, 403, 302)),
+    "codebooks/<int:codebook_id>/freeze/": ((302, 405, 405, 405, 405), (302, 403, 403, 403, 302)),
+    "api/runs/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
+    "api/runs/<int:pk>/": ((403, 200, 404, 200, 200), (403, 405, 405, 405, 405)),
+    "api/runs/<int:pk>/events/": ((403, 200, 404, 200, 200), (403, 405, 405, 405, 405)),
+    "api/imports/": ((403, 405, 405, 405, 405), (403, 403, 403, 403, 400)),
+    "api/imports/<int:pk>/": ((403, 403, 403, 403, 200), (403, 405, 405, 405, 405)),
+    "api/codebooks/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
+    "api/codebooks/<int:pk>/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
+    "api/assignments/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
+    "api/annotations/<int:assignment_id>/": ((403, 200, 404, 404, 404), (403, 405, 405, 405, 405)),
+    "api/annotations/<int:assignment_id>/submit/": ((403, 405, 405, 405, 405), (403, 400, 404, 404, 404)),
+    "api/studies/<int:study_id>/exports/<slug:kind>/": ((403, 403, 403, 200, 200), (403, 405, 405, 405, 405)),
+    "api/schema/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
+    "api/docs/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
+    "healthz": ((200, 200, 200, 200, 200), (405, 405, 405, 405, 405)),
+}
+
+
+def world(study, codebook, trio, adjudicator):
+    """coder1's own objects and someone else's, for every kind of id in the URL conf."""
+    me, other1, other2 = trio
+    own_assignment = Assignment.objects.filter(study=study, annotator=me).order_by("pk").first()
+    mine = set(Assignment.objects.filter(study=study, annotator=me).values_list("run_id", flat=True))
+    foreign_run = study.runs.exclude(pk__in=mine).order_by("pk").first()
+    foreign_assignment = Assignment.objects.filter(study=study, run=foreign_run).first()
+    # a discussion coder1 takes part in, and one between the two others
+    discussions = {}
+    for run_id, key in ((own_assignment.run_id, "own"), (foreign_run.pk, "other")):
+        for assignment, code in zip(
+            Assignment.objects.filter(study=study, run_id=run_id).order_by("slot"),
+            ("lossy-handoff", "stale-handoff"),
+            strict=True,
+        ):
+            annotation = annotation_for(assignment=assignment)
+            annotation_save(
+                annotation=annotation,
+                actor=assignment.annotator,
+                version=1,
+                no_failure=False,
+                notes="",
+                labels=[LabelInput(code_id=mode_code(codebook, code).pk, rationale="r")],
+            )
+            annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
+        discussions[key] = Discussion.objects.get(run_id=run_id)
+    own_pilot = pilot_create(
+        name="mine", annotators=[me, other1], base_codebook=codebook, run_ids=[own_assignment.run_id]
+    )
+    other_pilot = pilot_create(
+        name="theirs", annotators=[other1, other2], base_codebook=codebook, run_ids=[foreign_run.pk]
+    )
+    batch = ImportBatch.objects.create(created_by=None, status="done")
+    ids = {
+        "own": {
+            "run_id": own_assignment.run_id,
+            "assignment_id": own_assignment.pk,
+            "discussion_id": discussions["own"].pk,
+            "pilot_id": own_pilot.pk,
+        },
+        "other": {
+            "run_id": foreign_run.pk,
+            "assignment_id": foreign_assignment.pk,
+            "discussion_id": discussions["other"].pk,
+            "pilot_id": other_pilot.pk,
+        },
+    }
+    for key in ids:
+        ids[key].update(
+            study_id=study.pk,
+            codebook_id=codebook.pk,
+            batch_id=batch.pk,
+            kind="labels",
+            context_id=AgentContext.objects.filter(run_id=ids[key]["run_id"]).first().pk,
+        )
+    return ids
+
+
+def url_for(route: str, ids: dict) -> str:
+    url = "/" + route
+    for name, value in ids.items():
+        url = url.replace(f"<int:{name}>", str(value)).replace(f"<slug:{name}>", str(value))
+    if "<int:pk>" in url:
+        pk = {"api/runs/": ids["run_id"], "api/imports/": ids["batch_id"], "api/codebooks/": ids["codebook_id"]}
+        url = url.replace("<int:pk>", str(next(v for k, v in pk.items() if route.startswith(k))))
+    assert "<" not in url, url
+    return url
+
+
+def clients(trio, adjudicator, admin_user):
+    def pair(user):
+        if user is None:
+            return Client(), APIClient()
+        api = APIClient()
+        api.force_authenticate(user)
+        return client_for(user), api
+
+    return {
+        "anon": pair(None),
+        "own": pair(trio[0]),
+        "other": pair(trio[0]),
+        "adjudicator": pair(adjudicator),
+        "admin": pair(admin_user),
+    }
+
+
+def observed(study, codebook, trio, adjudicator, admin_user) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+    ids = world(study, codebook, trio, adjudicator)
+    table = {}
+    for route in routes():
+        row_get, row_post = [], []
+        by_role = clients(trio, adjudicator, admin_user)  # fresh sessions: POST /logout/ ends one
+        for role in ROLES:
+            url = url_for(route, ids["other" if role == "other" else "own"])
+            page, api = by_role[role]
+            client = api if route.startswith("api/") else page
+            row_get.append(client.get(url).status_code)
+            row_post.append(client.post(url, {}).status_code)
+        table[route] = (tuple(row_get), tuple(row_post))
+    return table
+
+
+def test_authorization_matrix(study, codebook, trio, adjudicator, admin_user):
+    table = observed(study, codebook, trio, adjudicator, admin_user)
+    unclassified = sorted(set(table) - set(EXPECTED))
+    assert not unclassified, f"new route(s) to classify in EXPECTED: {unclassified}"
+    wrong = {route: (table[route], EXPECTED[route]) for route in table if table[route] != EXPECTED[route]}
+    assert not wrong, "route: (observed, expected)\n" + "\n".join(f"{r}: {v}" for r, v in wrong.items())
