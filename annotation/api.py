@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import selectors, services
+from .exports import EXPORT_KINDS
 from .models import Annotation, Assignment, Label
 
 
@@ -86,6 +87,9 @@ class SubmitSerializer(serializers.Serializer):
     version = serializers.IntegerField()
 
 
+_REFUSED = OpenApiResponse(description="409: stale version or locked; 422: invalid coding (errors by field)")
+
+
 def _own(request: Request, assignment_id: int) -> Assignment:
     assignment = selectors.own_assignment(user=request.user, assignment_id=assignment_id)
     if assignment is None:
@@ -111,7 +115,9 @@ class AnnotationAPI(APIView):
         annotation = services.annotation_for(assignment=_own(request, assignment_id))
         return Response(AnnotationSerializer(annotation).data)
 
-    @extend_schema(request=AnnotationWriteSerializer, responses={200: AnnotationSerializer})
+    @extend_schema(
+        request=AnnotationWriteSerializer, responses={200: AnnotationSerializer, 409: _REFUSED, 422: _REFUSED}
+    )
     def put(self, request: Request, assignment_id: int) -> Response:
         assignment = _own(request, assignment_id)
         payload = AnnotationWriteSerializer(data=request.data)
@@ -154,7 +160,7 @@ class AnnotationAPI(APIView):
 
 
 class AnnotationSubmitAPI(APIView):
-    @extend_schema(request=SubmitSerializer, responses={200: AnnotationSerializer})
+    @extend_schema(request=SubmitSerializer, responses={200: AnnotationSerializer, 409: _REFUSED, 422: _REFUSED})
     def post(self, request: Request, assignment_id: int) -> Response:
         annotation = services.annotation_for(assignment=_own(request, assignment_id))
         payload = SubmitSerializer(data=request.data)
@@ -171,10 +177,13 @@ class AnnotationSubmitAPI(APIView):
 class StudyExportAPI(APIView):
     """The dashboard's tables as JSON rows (same rows as the CSV downloads)."""
 
-    @extend_schema(responses={200: {"type": "array", "items": {"type": "object", "additionalProperties": True}}})
+    @extend_schema(
+        responses={200: {"type": "array", "items": {"type": "object", "additionalProperties": True}}},
+        parameters=[OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=list(EXPORT_KINDS))],
+    )
     def get(self, request: Request, study_id: int, kind: str) -> Response:
         from .dashboard_views import lead_study
-        from .exports import EXPORT_KINDS, export
+        from .exports import export
 
         study = lead_study(request, study_id)
         if kind not in EXPORT_KINDS:

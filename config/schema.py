@@ -1,0 +1,29 @@
+"""OpenAPI post-processing: document the error responses every operation can give."""
+
+from __future__ import annotations
+
+ERROR = {
+    "application/json": {
+        "schema": {"type": "object", "properties": {"detail": {"type": "string"}}, "additionalProperties": True}
+    }
+}
+GENERIC = {
+    "400": "The request is malformed (the body names the fields).",
+    "403": "Not logged in, or your role may not do this.",
+    "404": "No such object, or not yours (others' work is never confirmed).",
+}
+
+
+def add_error_responses(result, generator, request, public):
+    for path in result.get("paths", {}).values():
+        for method, operation in path.items():
+            if method not in {"get", "put", "post", "patch", "delete"}:
+                continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if parameter.get("in") == "path" and schema.get("type") == "integer":
+                    schema.setdefault("minimum", 0)  # Django's <int:…> matches digits only
+            responses = operation.setdefault("responses", {})
+            for code, description in GENERIC.items():
+                responses.setdefault(code, {"description": description, "content": ERROR})
+    return result
