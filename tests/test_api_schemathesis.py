@@ -15,6 +15,20 @@ from config.wsgi import application
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _keep_test_connection():
+    """Like Django's test client: calling the WSGI app directly must not close the connection
+    that holds the test's transaction (PostgreSQL would lose it)."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
 def _conforms(operation, headers):
     @given(case=operation.as_strategy())
     @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), database=None)

@@ -75,16 +75,19 @@ def test_two_requests_for_the_last_slot_one_wins(study):
 
 
 def test_lost_update_is_impossible(study, trio):
+    """Two tabs save at once — first the very first save of a draft, then a later one: exactly one
+    wins each time, the other gets a conflict, and the stored draft is the winner's."""
     assignment = Assignment.objects.filter(study=study, annotator=trio[0]).first()
-    annotation = annotation_for(assignment=assignment)
 
-    def save(notes):
-        copy = Annotation.objects.get(pk=annotation.pk)
-        return annotation_save(annotation=copy, actor=trio[0], version=1, no_failure=True, notes=notes, labels=[])
+    def save(notes, version):
+        draft = annotation_for(assignment=Assignment.objects.get(pk=assignment.pk))
+        return annotation_save(annotation=draft, actor=trio[0], version=version, no_failure=True, notes=notes,
+                               labels=[])
 
-    results = race(lambda: save("tab A"), lambda: save("tab B"))
-    conflicts = [r for r in results if isinstance(r, ConflictError)]
-    winners = [r for r in results if isinstance(r, Annotation)]
-    assert len(conflicts) == 1 and len(winners) == 1, results
-    stored = Annotation.objects.get(pk=annotation.pk)
-    assert stored.version == 2 and stored.notes == winners[0].notes
+    for version in (1, 2):
+        results = race(lambda v=version: save("tab A", v), lambda v=version: save("tab B", v))
+        conflicts = [r for r in results if isinstance(r, ConflictError)]
+        winners = [r for r in results if isinstance(r, Annotation)]
+        assert len(conflicts) == 1 and len(winners) == 1, results
+        stored = Annotation.objects.get(assignment=assignment)
+        assert stored.version == version + 1 and stored.notes == winners[0].notes
