@@ -14,8 +14,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from sklearn.metrics import cohen_kappa_score
-
 LEVELS = ("mode", "subcategory", "category")
 
 
@@ -75,6 +73,10 @@ def _degenerate(x: Sequence[int], y: Sequence[int]) -> bool:
 def cohen_kappa(x: Sequence[int], y: Sequence[int]) -> float | None:
     if _degenerate(x, y):
         return None
+    # Imported here: scikit-learn (with SciPy) weighs ~80 MB, and every process that loads the
+    # URL conf (imports, workers) would otherwise pay for it.
+    from sklearn.metrics import cohen_kappa_score
+
     return float(cohen_kappa_score(x, y, labels=[0, 1]))
 
 

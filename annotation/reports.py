@@ -14,8 +14,6 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
-
 
 @dataclass(frozen=True)
 class FinalInstance:
@@ -85,6 +83,8 @@ def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p: binomial test of b discordant 'concurrent only' of b + c."""
     if b + c == 0:
         return 1.0
+    from scipy.stats import binomtest  # heavy: loaded only when a test is computed
+
     return float(binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
 
 

@@ -47,3 +47,17 @@ def test_openapi_schema_has_no_warnings_and_validates(tmp_path, db):
     call_command("spectacular", "--fail-on-warn", "--validate", "--file", str(out))
     text = out.read_text()
     assert "/api/annotations/{assignment_id}/" in text and "AnnotationStatusEnum" in text
+
+
+def test_loading_the_url_conf_does_not_load_scikit_learn_or_scipy():
+    """Every process loads the URL conf (system checks); the statistics stack loads on demand."""
+    code = (
+        "import django, sys; django.setup(); from django.urls import get_resolver; get_resolver().url_patterns; "
+        "print(sorted(m for m in ('sklearn', 'scipy', 'numpy') if m in sys.modules))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -7,7 +7,7 @@ that dominates the import. Values here are prepared once per column instead.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import orjson
 from django.db import connections
@@ -35,7 +35,13 @@ def _connection():
 def _ts(conn, value: datetime | None):
     if value is None:
         return None
-    return value if conn.vendor == "postgresql" else conn.ops.adapt_datetimefield_value(value)
+    if conn.vendor == "postgresql":
+        return value
+    if value.tzinfo is UTC and conn.timezone_name == "UTC":
+        # What Django's adapter produces for an aware UTC value on SQLite, without its per-value
+        # timezone machinery (the parsers hand over UTC datetimes).
+        return str(value.replace(tzinfo=None))
+    return conn.ops.adapt_datetimefield_value(value)
 
 
 def insert_events(rows: Sequence[tuple]) -> None:

@@ -81,8 +81,9 @@ def test_lost_update_is_impossible(study, trio):
 
     def save(notes, version):
         draft = annotation_for(assignment=Assignment.objects.get(pk=assignment.pk))
-        return annotation_save(annotation=draft, actor=trio[0], version=version, no_failure=True, notes=notes,
-                               labels=[])
+        return annotation_save(
+            annotation=draft, actor=trio[0], version=version, no_failure=True, notes=notes, labels=[]
+        )
 
     for version in (1, 2):
         results = race(lambda v=version: save("tab A", v), lambda v=version: save("tab B", v))

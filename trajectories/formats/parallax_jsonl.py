@@ -226,7 +226,43 @@ def parse_context(obj: dict, *, name: str, line: int) -> ContextRecord:
     )
 
 
+_EVENT_KIND_SET = frozenset(EVENT_KINDS)
+
+
 def parse_event(obj: dict, *, name: str, line: int) -> EventRecord:
+    """The hot path of an import: a well-formed line is checked with plain type tests; the
+    first anomaly falls back to the general validator, which names the field."""
+    get = obj.get
+    context, seq, kind = get("context"), get("seq"), get("kind")
+    files = get("files")
+    files = [] if files is None else files  # only a missing/null field takes the default
+    text, tool, target = ("" if v is None else v for v in (get("text"), get("tool"), get("target")))
+    if (
+        type(context) is str
+        and type(seq) is int
+        and seq >= 0
+        and kind in _EVENT_KIND_SET
+        and type(files) is list
+        and all(type(f) is str for f in files)
+        and type(text) is str
+        and type(tool) is str
+        and type(target) is str
+    ):
+        return EventRecord(
+            context=context,
+            seq=seq,
+            kind=kind,
+            timestamp=parse_timestamp(obj.get("ts"), file=name, line=line, field="ts", require_tz=True),
+            tool=tool,
+            text=clip_text(text),
+            files=files,
+            target=target,
+            line=line,
+        )
+    return _parse_event_checked(obj, name=name, line=line)
+
+
+def _parse_event_checked(obj: dict, *, name: str, line: int) -> EventRecord:
     context = _require(obj, "context", str, name=name, line=line)
     seq = _require(obj, "seq", int, name=name, line=line)
     if seq < 0:
