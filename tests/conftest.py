@@ -174,3 +174,20 @@ def study(db, tmp_path, codebook, trio, adjudicator):
 
 def mode_code(codebook, key: str):
     return codebook.codes.get(key=key)
+
+
+def submit_disagreement(study, run_id: int, codebook, *, rationale: str = "r", evidence: tuple[str, ...] = ()):
+    """Both annotators of a run submit different modes (slot 1: lossy-handoff, slot 2: stale-handoff);
+    returns the discussion that opens."""
+    from annotation.models import Assignment, Discussion
+    from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
+
+    pair = Assignment.objects.filter(study=study, run_id=run_id).order_by("slot")
+    for assignment, key in zip(pair, ("lossy-handoff", "stale-handoff"), strict=True):
+        annotation = annotation_for(assignment=assignment)
+        label = LabelInput(code_id=mode_code(codebook, key).pk, rationale=rationale, evidence=list(evidence))
+        annotation_save(
+            annotation=annotation, actor=assignment.annotator, version=1, no_failure=False, notes="", labels=[label]
+        )
+        annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
+    return Discussion.objects.get(study=study, run_id=run_id)

@@ -8,10 +8,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation.models import Assignment, Discussion
+from annotation.models import Assignment
 from annotation.pilot import pilot_create
-from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
-from tests.conftest import client_for, mode_code
+from tests.conftest import client_for, submit_disagreement
 from tests.routes import routes
 from trajectories.models import AgentContext, ImportBatch
 
@@ -90,22 +89,7 @@ def world(study, codebook, trio, adjudicator):
     # a discussion coder1 takes part in, and one between the two others
     discussions = {}
     for run_id, key in ((own_assignment.run_id, "own"), (foreign_run.pk, "other")):
-        for assignment, code in zip(
-            Assignment.objects.filter(study=study, run_id=run_id).order_by("slot"),
-            ("lossy-handoff", "stale-handoff"),
-            strict=True,
-        ):
-            annotation = annotation_for(assignment=assignment)
-            annotation_save(
-                annotation=annotation,
-                actor=assignment.annotator,
-                version=1,
-                no_failure=False,
-                notes="",
-                labels=[LabelInput(code_id=mode_code(codebook, code).pk, rationale="r")],
-            )
-            annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
-        discussions[key] = Discussion.objects.get(run_id=run_id)
+        discussions[key] = submit_disagreement(study, run_id, codebook)
     own_pilot = pilot_create(
         name="mine", annotators=[me, other1], base_codebook=codebook, run_ids=[own_assignment.run_id]
     )

@@ -7,8 +7,7 @@ from django.apps import apps
 from django.test import Client
 
 from annotation.models import Assignment, Discussion
-from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
-from tests.conftest import client_for, mode_code
+from tests.conftest import client_for, submit_disagreement
 from tests.routes import fill, routes
 
 pytestmark = pytest.mark.django_db
@@ -27,22 +26,7 @@ def db_state() -> dict[str, tuple]:
 @pytest.fixture
 def busy_study(study, codebook):
     """A study with a submitted pair, an open discussion and a draft."""
-    run = study.runs.order_by("pk").first()
-    for assignment, key in zip(
-        Assignment.objects.filter(study=study, run=run).order_by("slot"),
-        ("lossy-handoff", "stale-handoff"),
-        strict=True,
-    ):
-        annotation = annotation_for(assignment=assignment)
-        annotation_save(
-            annotation=annotation,
-            actor=assignment.annotator,
-            version=1,
-            no_failure=False,
-            notes="",
-            labels=[LabelInput(code_id=mode_code(codebook, key).pk, rationale="r")],
-        )
-        annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
+    submit_disagreement(study, study.runs.order_by("pk").first().pk, codebook)
     assert Discussion.objects.exists()
     return study
 

@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from tests.conftest import simple_run, skip_or_fail, write_jsonl
+from tests.conftest import simple_run, skip_or_fail, submit_disagreement, write_jsonl
 from trajectories.models import Run
 from trajectories.services import import_paths
 
@@ -106,23 +106,11 @@ def test_hostile_trajectory_text_never_executes(page, live_server, admin_user, t
 
 
 def test_hostile_text_in_comments_and_rationales_is_escaped(page, live_server, study, trio, codebook):
-    from annotation.models import Assignment, Discussion
-    from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
+    from annotation.models import Assignment
 
     run = study.runs.order_by("pk").first()
+    discussion = submit_disagreement(study, run.pk, codebook, rationale=HOSTILE[0], evidence=(HOSTILE[2],))
     pair = list(Assignment.objects.filter(study=study, run=run).order_by("slot"))
-    for assignment, key in zip(pair, ("lossy-handoff", "stale-handoff"), strict=True):
-        annotation = annotation_for(assignment=assignment)
-        annotation_save(
-            annotation=annotation,
-            actor=assignment.annotator,
-            version=1,
-            no_failure=False,
-            notes="",
-            labels=[LabelInput(code_id=codebook.codes.get(key=key).pk, rationale=HOSTILE[0], evidence=[HOSTILE[2]])],
-        )
-        annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
-    discussion = Discussion.objects.get()
     user = pair[0].annotator
     login(page, live_server, user.username, f"pw-{user.username}")
     page.goto(f"{live_server.url}/annotate/discussions/{discussion.pk}/")
