@@ -68,6 +68,7 @@ check-deploy: install
 
 bench: install
 	$(PY) bench/agreement_bench.py
+	$(PY) bench/page_bench.py
 	$(PY) bench/import_bench.py
 
 clean:

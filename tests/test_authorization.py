@@ -28,6 +28,8 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "accounts/logout/": ((302, 405, 405, 405, 405), (302, 302, 302, 302, 302)),
     "trajectories/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "trajectories/runs/<int:run_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
+    "trajectories/runs/<int:run_id>/timeline/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
+    "trajectories/runs/<int:run_id>/contexts/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
     "trajectories/runs/<int:run_id>/contexts/<int:context_id>/events/": (
         (302, 200, 404, 200, 200),
         (302, 405, 405, 405, 405),

@@ -36,10 +36,20 @@ def run_list(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+CONTEXTS_PER_PAGE = 100
+
+
 def _side(run: Run | None) -> dict | None:
-    if run is None:
-        return None
-    contexts = selectors.run_contexts(run=run)
+    return None if run is None else {"run": run}
+
+
+def _visible_run(request: HttpRequest, run_id: int) -> Run:
+    return get_object_or_404(visible_runs(request.user, Run.objects.all()), pk=run_id)
+
+
+@require_GET
+def run_timeline(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _visible_run(request, run_id)
     timeline = build_timeline(
         [
             LaneInput(
@@ -51,10 +61,36 @@ def _side(run: Run | None) -> dict | None:
                 started_at=c.started_at,
                 ended_at=c.ended_at,
             )
-            for c in contexts
+            for c in AgentContext.objects.filter(run=run)
+            .order_by("position")
+            .only("pk", "label", "external_id", "role", "depth", "status", "started_at", "ended_at")
         ]
     )
-    return {"run": run, "contexts": contexts, "timeline": timeline}
+    return render(request, "trajectories/partials/timeline.html", {"run": run, "timeline": timeline})
+
+
+@require_GET
+def run_contexts(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _visible_run(request, run_id)
+    offset = _offset(request)
+    page = list(AgentContext.objects.filter(run=run).order_by("position")[offset : offset + CONTEXTS_PER_PAGE + 1])
+    return render(
+        request,
+        "trajectories/partials/contexts.html",
+        {
+            "run": run,
+            "contexts": page[:CONTEXTS_PER_PAGE],
+            "has_more": len(page) > CONTEXTS_PER_PAGE,
+            "next_offset": offset + CONTEXTS_PER_PAGE,
+        },
+    )
+
+
+def _offset(request: HttpRequest) -> int:
+    try:
+        return max(0, int(request.GET.get("offset", "0")))
+    except ValueError:
+        return 0
 
 
 def pair_sides(run: Run) -> dict:
@@ -75,12 +111,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 def context_events(request: HttpRequest, run_id: int, context_id: int) -> HttpResponse:
-    run = get_object_or_404(visible_runs(request.user, Run.objects.all()), pk=run_id)
+    run = _visible_run(request, run_id)
     ctx = get_object_or_404(AgentContext.objects.select_related("run"), pk=context_id, run=run)
-    try:
-        offset = max(0, int(request.GET.get("offset", "0")))
-    except ValueError:
-        offset = 0
+    offset = _offset(request)
     kinds = [k for k in request.GET.getlist("kind") if k in EVENT_KINDS]
     events = selectors.context_events(context=ctx, offset=offset, limit=EVENTS_PER_PAGE, kinds=kinds)
     has_more = len(events) > EVENTS_PER_PAGE

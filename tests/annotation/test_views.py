@@ -64,7 +64,7 @@ def test_annotate_page_shows_pair_and_picker(study, trio, django_assert_max_num_
     body = response.content.decode()
     assert response.status_code == 200
     assert "Final-Tree Overwrite" in body and body.count('name="code"') == 32
-    assert "concurrent" in body and "sequential" in body and 'class="lanes"' in body
+    assert "concurrent" in body and "sequential" in body and "timeline-slot" in body
 
 
 def test_autosave_and_conflict(study, trio, codebook):

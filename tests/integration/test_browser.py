@@ -64,7 +64,7 @@ def test_browse_a_pair_timeline_and_events(page, live_server, admin_user, tmp_pa
     page.select_option("select[name=mode]", "sequential")
     page.wait_for_selector("#run-table >> text=1 run")
     page.click("#run-table >> text=t-browser")
-    page.wait_for_selector("svg.lanes")
+    page.wait_for_selector("section.side.concurrent svg.lanes")  # the timeline fragment has arrived
     assert page.locator("section.side.concurrent rect.bar.sub").count() == 3
     # expand a sub-agent: its events load lazily through htmx
     page.locator("section.side.concurrent ol.contexts details").nth(1).locator("summary").click()

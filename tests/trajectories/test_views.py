@@ -68,7 +68,40 @@ def test_run_detail_shows_both_runs_and_timeline(browser_client, pair, django_as
     assert response.status_code == 200
     assert f"run #{concurrent.pk}" in body and f"run #{sequential.pk}" in body
     assert body.index(f"run #{concurrent.pk}") < body.index(f"run #{sequential.pk}")  # concurrent on the left
-    assert body.count('class="bar sub') == 3 and "<title>sub-0" in body
+    timeline_url = reverse("trajectories:run_timeline", args=[concurrent.pk])
+    contexts_url = reverse("trajectories:run_contexts", args=[concurrent.pk])
+    assert timeline_url in body and contexts_url in body  # loaded as fragments
+    timeline = browser_client.get(timeline_url, **HTMX).content.decode()
+    assert "<html" not in timeline and timeline.count('class="bar sub') == 3 and "<title>sub-0" in timeline
+    agents = browser_client.get(contexts_url, **HTMX).content.decode()
+    assert agents.count('<li class="depth-') == 4 and "More agents" not in agents
+
+
+def test_agents_are_paginated(browser_client, tmp_path):
+    import_paths(paths=[write_jsonl(tmp_path / "wide.jsonl", simple_run("wide", n_sub=130))])
+    run = Run.objects.get()
+    url = reverse("trajectories:run_contexts", args=[run.pk])
+    first = browser_client.get(url, **HTMX).content.decode()
+    assert first.count('<li class="depth-') == 100 and "offset=100" in first
+    rest = browser_client.get(url, {"offset": 100}, **HTMX).content.decode()
+    assert rest.count('<li class="depth-') == 31 and "More agents" not in rest
+
+
+def test_run_page_cost_does_not_grow_with_the_run(browser_client, tmp_path):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    import_paths(paths=[write_jsonl(tmp_path / "a" / "small.jsonl", simple_run("small", n_sub=1))])
+    import_paths(paths=[write_jsonl(tmp_path / "b" / "large.jsonl", simple_run("large", n_sub=250))])
+    sizes, queries = {}, {}
+    for name in ("small", "large"):
+        run = Run.objects.get(task__external_id=name)
+        browser_client.get(reverse("trajectories:run_detail", args=[run.pk]))
+        with CaptureQueriesContext(connection) as captured:
+            sizes[name] = len(browser_client.get(reverse("trajectories:run_detail", args=[run.pk])).content)
+        queries[name] = len(captured)
+    assert queries["small"] == queries["large"]
+    assert sizes["large"] < sizes["small"] * 1.1  # the page does not carry the 250 agents
 
 
 def test_run_detail_of_unpaired_run_says_so(browser_client, tmp_path):
@@ -109,10 +142,11 @@ def test_trajectory_text_is_escaped(browser_client, tmp_path):
     lines = [header(), ctx("main", start=t(0), end=t(5), label=evil), ev("main", 0, t(1), "message", text=evil)]
     import_paths(paths=[write_jsonl(tmp_path / "evil.jsonl", lines)])
     run = Run.objects.get()
-    detail = browser_client.get(reverse("trajectories:run_detail", args=[run.pk])).content.decode()
+    agents = browser_client.get(reverse("trajectories:run_contexts", args=[run.pk])).content.decode()
+    timeline = browser_client.get(reverse("trajectories:run_timeline", args=[run.pk])).content.decode()
     main = AgentContext.objects.get()
     events = browser_client.get(reverse("trajectories:context_events", args=[run.pk, main.pk])).content.decode()
-    for body in (detail, events):
+    for body in (agents, timeline, events):
         assert "<script>alert(1)" not in body and "&lt;script&gt;" in body
 
 
