@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -125,6 +126,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # Tests use a file, not Django's in-memory default: with an in-memory database the live
+    # server's request threads share one connection, and concurrent requests (htmx fragments)
+    # then corrupt each other's transactions.
+    DATABASES["default"]["TEST"] = {
+        "NAME": str(Path(tempfile.gettempdir()) / f"parallax-test-{os.getpid()}.sqlite3"),
     }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

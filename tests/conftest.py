@@ -17,6 +17,16 @@ REAL = FIXTURES / "real"
 REQUIRE_SERVICES = os.environ.get("PARALLAX_REQUIRE_SERVICES") == "1"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """The cache holds login-throttle counters: tests must not inherit each other's failures."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 def skip_or_fail(reason: str) -> None:
     """CI sets PARALLAX_REQUIRE_SERVICES=1: a missing real service is then a failure, not a skip."""
     if REQUIRE_SERVICES:
@@ -191,3 +201,12 @@ def submit_disagreement(study, run_id: int, codebook, *, rationale: str = "r", e
         )
         annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
     return Discussion.objects.get(study=study, run_id=run_id)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Django removes the SQLite test database file but not its WAL side files."""
+    import glob
+    import tempfile
+
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), f"parallax-test-{os.getpid()}.sqlite3*")):
+        os.remove(path)
