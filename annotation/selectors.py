@@ -52,15 +52,6 @@ def queue_progress(*, user: AbstractBaseUser) -> list[dict]:
     )
 
 
-def study_progress(*, study: Study) -> list[dict]:
-    return list(
-        Assignment.objects.filter(study=study)
-        .values("annotator__username")
-        .annotate(assigned=Count("pk"), submitted=Count("pk", filter=Q(annotation__status=Annotation.Status.SUBMITTED)))
-        .order_by("annotator__username")
-    )
-
-
 def picker_tree(*, study: Study):
     return codebook_tree(codebook=study.codebook)
 

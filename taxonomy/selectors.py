@@ -23,14 +23,3 @@ def codebook_tree(*, codebook: Codebook) -> list[Node]:
             node.code.parent = parent.code  # cache the relation: templates walk up without queries
             parent.children.append(node)
     return roots
-
-
-def mode_ancestry(*, codebook: Codebook) -> dict[int, tuple[Code, Code, Code]]:
-    """mode id → (mode, subcategory, category)."""
-    codes = {c.pk: c for c in codebook.codes.all()}
-    out = {}
-    for code in codes.values():
-        if code.level == Code.Level.MODE:
-            sub = codes[code.parent_id]
-            out[code.pk] = (code, sub, codes[sub.parent_id])
-    return out

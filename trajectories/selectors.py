@@ -39,8 +39,18 @@ def run_twin(*, run: Run) -> Run | None:
     )
 
 
-def run_contexts(*, run: Run) -> list[AgentContext]:
-    return list(AgentContext.objects.filter(run=run).order_by("position"))
+def run_contexts(*, run: Run, offset: int = 0, limit: int = 100) -> list[AgentContext]:
+    """One page of a run's agents in order of appearance, plus one to tell whether more follow."""
+    return list(AgentContext.objects.filter(run=run).order_by("position")[offset : offset + limit + 1])
+
+
+def run_lanes(*, run: Run) -> list[AgentContext]:
+    """Every agent of a run, with only what the timeline draws."""
+    return list(
+        AgentContext.objects.filter(run=run)
+        .order_by("position")
+        .only("pk", "label", "external_id", "role", "depth", "status", "started_at", "ended_at")
+    )
 
 
 def context_events(
@@ -60,7 +70,3 @@ def filter_choices() -> dict[str, list[str]]:
         "agents": list(AgentSystem.objects.values_list("name", flat=True)),
         "difficulties": sorted(d for d in Task.objects.values_list("difficulty", flat=True).distinct() if d),
     }
-
-
-def unpaired_runs() -> QuerySet[Run]:
-    return run_list(filters={"paired": "no"})

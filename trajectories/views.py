@@ -61,9 +61,7 @@ def run_timeline(request: HttpRequest, run_id: int) -> HttpResponse:
                 started_at=c.started_at,
                 ended_at=c.ended_at,
             )
-            for c in AgentContext.objects.filter(run=run)
-            .order_by("position")
-            .only("pk", "label", "external_id", "role", "depth", "status", "started_at", "ended_at")
+            for c in selectors.run_lanes(run=run)
         ]
     )
     return render(request, "trajectories/partials/timeline.html", {"run": run, "timeline": timeline})
@@ -73,7 +71,7 @@ def run_timeline(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_contexts(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _visible_run(request, run_id)
     offset = _offset(request)
-    page = list(AgentContext.objects.filter(run=run).order_by("position")[offset : offset + CONTEXTS_PER_PAGE + 1])
+    page = selectors.run_contexts(run=run, offset=offset, limit=CONTEXTS_PER_PAGE)
     return render(
         request,
         "trajectories/partials/contexts.html",

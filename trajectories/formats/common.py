@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import io
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -215,7 +214,3 @@ def read_head(path: Path, size: int = 4096) -> bytes:
             return handle.read(size)
     except (OSError, EOFError, gzip.BadGzipFile):
         return b""
-
-
-def text_stream(data: bytes) -> io.StringIO:
-    return io.StringIO(data.decode("utf-8", errors="replace"))

@@ -7,7 +7,6 @@ streams; the first problem raises FormatError with file, line and field.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from .common import clip_text, iter_json_lines, parse_timestamp
@@ -286,7 +285,3 @@ def _parse_event_checked(obj: dict, *, name: str, line: int) -> EventRecord:
         target=_optional(obj, "target", str, name=name, line=line, default=""),
         line=line,
     )
-
-
-def source_for(path: Path, name: str) -> RunSource:
-    return RunSource(name=name, format=ParallaxJsonlParser.format_name, files=[path])
