@@ -8,7 +8,9 @@ from django.db.models import Count, Q, QuerySet
 
 from taxonomy.selectors import codebook_tree
 
-from .models import Annotation, Assignment, Study
+from .agreement import Coding, Taxonomy
+from .models import Annotation, Assignment, AuditEntry, Discussion, Study
+from .reconcile import run_annotations
 
 
 def my_assignments(*, user: AbstractBaseUser, study: Study | None = None) -> QuerySet[Assignment]:
@@ -59,9 +61,6 @@ def picker_tree(*, study: Study):
 def agreement_input(*, study: Study):
     """The study's taxonomy and every *independent* coding: the label set each annotator
     submitted first (from the submit entry of the history), not later discussion revisions."""
-    from .agreement import Coding, Taxonomy
-    from .models import AuditEntry
-
     codes = {c.pk: c for c in study.codebook.codes.all()}
     modes = {}
     for code in codes.values():
@@ -89,8 +88,6 @@ def agreement_input(*, study: Study):
 
 def codings_compare(*, discussion) -> dict:
     """Both codings of a discussed run, side by side: one row per mode either picked."""
-    from .reconcile import run_annotations
-
     annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
     for annotation in annotations:
         annotation.label_map = {
@@ -109,8 +106,6 @@ def codings_compare(*, discussion) -> dict:
 
 
 def my_discussions(*, user: AbstractBaseUser):
-    from .models import Discussion
-
     runs = Assignment.objects.filter(annotator=user).values("run_id")
     return (
         Discussion.objects.filter(run_id__in=runs, study__assignments__annotator=user)
@@ -121,8 +116,6 @@ def my_discussions(*, user: AbstractBaseUser):
 
 
 def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None = None):
-    from .models import Discussion
-
     filters = filters or {}
     qs = (
         Discussion.objects.filter(study__adjudicator=user, status=Discussion.Status.ESCALATED)

@@ -12,7 +12,7 @@ from taxonomy.models import Code, Codebook
 from trajectories.models import Run
 
 from .assignment import assign_pairs
-from .models import Annotation, Assignment, AuditEntry, Label, Study
+from .models import Annotation, Assignment, AuditEntry, Final, FinalLabel, Label, Study
 from .reconcile import run_reconcile
 
 
@@ -370,8 +370,6 @@ def published_import(
     """Load one published record as `annotator`'s submitted annotation, or (annotator=None) as
     the run's final labels with provenance 'imported'. Unknown labels are reported and kept
     in the notes, never silently dropped."""
-    from .models import Final, FinalLabel
-
     result = PublishedImportResult(source=record.name)
     run = _published_run(study, record, benchmark_hint)
     result.run_id = run.pk

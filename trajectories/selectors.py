@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from .models import AgentContext, Event, Run
+from .models import AgentContext, AgentSystem, Benchmark, Event, Run, Task
 
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
 
@@ -63,8 +63,6 @@ def context_events(
 
 
 def filter_choices() -> dict[str, list[str]]:
-    from .models import AgentSystem, Benchmark, Task
-
     return {
         "benchmarks": list(Benchmark.objects.values_list("name", flat=True)),
         "agents": list(AgentSystem.objects.values_list("name", flat=True)),
