@@ -18,7 +18,9 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.replace(",\n", "\n").splitlines() if line.strip()]
 
 
-def parse_annotation_form(data: QueryDict) -> tuple[int, bool, str, list[LabelInput]]:
+def parse_annotation_form(data: QueryDict) -> dict:
+    """The annotate form as the keyword arguments of annotation_save / annotation_revise:
+    version, no_failure, notes, labels."""
     version = _int(data.get("version"), "version")
     labels = []
     for raw in data.getlist("code"):
@@ -35,4 +37,9 @@ def parse_annotation_form(data: QueryDict) -> tuple[int, bool, str, list[LabelIn
                 rejection_reason=data.get(f"rejection-{code_id}", ""),
             )
         )
-    return version, data.get("no_failure") in ("on", "true", "1"), data.get("notes", ""), labels
+    return {
+        "version": version,
+        "no_failure": data.get("no_failure") in ("on", "true", "1"),
+        "notes": data.get("notes", ""),
+        "labels": labels,
+    }

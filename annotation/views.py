@@ -103,15 +103,7 @@ def save(request: HttpRequest, assignment_id: int) -> HttpResponse:
     annotation = services.annotation_for(assignment=assignment)
 
     def write(form):
-        version, no_failure, notes, labels = form
-        services.annotation_save(
-            annotation=annotation,
-            actor=request.user,
-            version=version,
-            no_failure=no_failure,
-            notes=notes,
-            labels=labels,
-        )
+        services.annotation_save(annotation=annotation, actor=request.user, **form)
 
     return _apply(request, annotation, write) or _saved(request, assignment, annotation)
 
@@ -122,16 +114,8 @@ def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
     annotation = services.annotation_for(assignment=assignment)
 
     def write(form):
-        version, no_failure, notes, labels = form
         # Submitting saves what is on the screen first, then locks it.
-        services.annotation_save(
-            annotation=annotation,
-            actor=request.user,
-            version=version,
-            no_failure=no_failure,
-            notes=notes,
-            labels=labels,
-        )
+        services.annotation_save(annotation=annotation, actor=request.user, **form)
         services.annotation_submit(annotation=annotation, actor=request.user, version=annotation.version)
 
     refused = _apply(request, annotation, write)
@@ -151,15 +135,6 @@ def revise(request: HttpRequest, assignment_id: int) -> HttpResponse:
         return _status(request, annotation, error="this run is not under discussion", status=409)
 
     def write(form):
-        version, no_failure, notes, labels = form
-        annotation_revise(
-            discussion=discussion,
-            annotation=annotation,
-            actor=request.user,
-            version=version,
-            no_failure=no_failure,
-            notes=notes,
-            labels=labels,
-        )
+        annotation_revise(discussion=discussion, annotation=annotation, actor=request.user, **form)
 
     return _apply(request, annotation, write) or _saved(request, assignment, annotation)
