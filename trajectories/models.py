@@ -191,8 +191,16 @@ class AgentContext(models.Model):
 
 
 class Event(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
-    context = models.ForeignKey(AgentContext, on_delete=models.CASCADE, related_name="events")
+    # Events are the one table that grows to millions of rows, written only by the importer (in
+    # the run's transaction, after checking every event's context) and deleted only through the
+    # ORM's cascade from Run/AgentContext. So: no single-column indexes on the keys — (run, kind)
+    # and the unique (context, seq) lead with them — and no database-level foreign keys, whose
+    # per-row checks at commit cost PostgreSQL as much as the inserts themselves
+    # (docs/performance.md). `tests/trajectories/test_bulk.py` checks no event is ever orphaned.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False)
+    context = models.ForeignKey(
+        AgentContext, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
+    )
     seq = models.PositiveIntegerField()
     timestamp = models.DateTimeField(null=True)
     kind = models.CharField(max_length=12)

@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
 
-from trajectories.bulk import _ts
 from trajectories.formats.parallax_jsonl import _parse_event_checked, parse_event
 from trajectories.formats.records import FormatError
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize(
-    "value", [datetime(2026, 8, 1, 10, 0, tzinfo=UTC), datetime(2026, 8, 1, 10, 0, 5, 123456, tzinfo=UTC)]
-)
-def test_sqlite_datetime_fast_path_matches_django(value):
-    assert _ts(connection, value) == (
-        value if connection.vendor == "postgresql" else connection.ops.adapt_datetimefield_value(value)
-    )
-
 
 GOOD = {
     "context": "main",

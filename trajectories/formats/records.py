@@ -8,6 +8,7 @@ announced again later with more information (e.g. its end time); the importer me
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -127,6 +128,9 @@ class RunSource:
 
     def display(self, path: Path) -> str:
         if self.root is not None:
+            root, text = str(self.root), str(path)
+            if text.startswith(root) and text[len(root) : len(root) + 1] == os.sep:
+                return text[len(root) + 1 :]  # what relative_to gives, without its cost per call
             try:
                 return str(path.relative_to(self.root))
             except ValueError:

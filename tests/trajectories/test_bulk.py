@@ -1,0 +1,219 @@
+"""The import's raw writes (`trajectories/bulk.py`) store exactly what the ORM would, on every path:
+one statement for a small run, batches through the SQLite writer thread / one streamed COPY on
+PostgreSQL for a large one, context ids drawn in blocks."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.db import connection
+
+from tests.conftest import ctx, ev, header, t, write_jsonl
+from trajectories import bulk
+from trajectories.formats.records import ContextRecord, EventRecord, RunHeader, RunSource
+from trajectories.models import AgentContext, Event, Run
+from trajectories.services import import_paths, run_import
+
+pytestmark = pytest.mark.django_db
+
+ORIGIN = datetime(2026, 8, 1, 10, 0, tzinfo=UTC)
+
+
+def _wide_run(n_sub: int, per_sub: int) -> list[dict]:
+    lines = [header(), ctx("main", start=t(0), end=t(3000))]
+    for i in range(n_sub):
+        cid = f"sub-{i}"
+        lines.append(ctx(cid, "main", start=t(1 + i)))
+        for seq in range(per_sub):
+            # microseconds, whole seconds, files and non-ASCII text all round-trip
+            lines.append(
+                ev(cid, seq, t(1 + i + seq * 0.25), "file_write", tool="Edit", files=[f"f{i}.py"], text=f"é {i}/{seq}")
+            )
+    return lines
+
+
+@pytest.fixture(params=["one statement", "batched"])
+def flush_rows(request, monkeypatch):
+    if request.param == "batched":
+        monkeypatch.setattr(bulk, "FLUSH_ROWS", 7)  # many batches: the writer thread / COPY path
+        monkeypatch.setattr(bulk, "ID_BLOCK", 3)  # many id blocks on PostgreSQL
+    return request.param
+
+
+def test_rows_read_back_exactly(tmp_path, flush_rows, monkeypatch):
+    writers: list[str] = []
+    original = bulk._SQLiteSink._write
+
+    def spy(self, payload, expected):
+        writers.append(threading.current_thread().name)
+        return original(self, payload, expected)
+
+    monkeypatch.setattr(bulk._SQLiteSink, "_write", spy)
+    lines = _wide_run(n_sub=9, per_sub=11)
+    report = import_paths(paths=[write_jsonl(tmp_path / "wide.jsonl", lines)])
+    assert report.count("imported") == 1, report.results[0].message
+    if connection.vendor == "sqlite":
+        # 99 events: one statement from the main thread, or 15 batches of which the full ones
+        # went through the writer thread
+        assert writers == (
+            ["MainThread"] if flush_rows == "one statement" else ["parallax-sqlite-writer"] * 14 + ["MainThread"]
+        )
+    run = Run.objects.get()
+    stored = list(
+        Event.objects.filter(run=run)
+        .order_by("source_line")
+        .values_list("context__external_id", "seq", "timestamp", "kind", "tool", "text", "files", "source_line")
+    )
+    expected = [
+        (
+            line["context"],
+            line["seq"],
+            datetime.fromisoformat(line["ts"]),
+            line["kind"],
+            line["tool"],
+            line["text"],
+            line["files"],
+            number,
+        )
+        for number, line in enumerate(lines, start=1)
+        if line["type"] == "event"
+    ]
+    assert stored == expected
+    contexts = {c.external_id: c for c in AgentContext.objects.filter(run=run)}
+    assert len(contexts) == 10 and contexts["sub-3"].parent == contexts["main"]
+    assert contexts["sub-3"].n_events == 11 and contexts["sub-3"].files_touched == ["f3.py"]
+    # sub-agents without an end time end at their last event
+    assert contexts["sub-3"].ended_at == datetime.fromisoformat(t(4 + 10 * 0.25))
+    assert [c.position for c in sorted(contexts.values(), key=lambda c: c.position)] == list(range(10))
+    # timestamps are stored in the ORM's own format: lookups by value find them
+    assert Event.objects.filter(timestamp=datetime.fromisoformat(t(1.25))).count() == 1
+
+
+def test_timestamps_in_other_zones_are_stored_as_utc(flush_rows):
+    plus2 = datetime(2026, 8, 1, 12, 0, 0, 500, tzinfo=ZoneInfo("Europe/Paris"))  # 10:00:00.0005 UTC
+    naive = datetime(2026, 8, 1, 10, 0, 1)  # noqa: DTZ001 - a parser handing over a naive value means UTC
+    records = [
+        RunHeader(benchmark="B", task_id="tz", agent="A", mode="sequential"),
+        ContextRecord(id="main", role="main"),
+        EventRecord(context="main", seq=0, kind="message", timestamp=plus2),
+        EventRecord(context="main", seq=1, kind="message", timestamp=naive),
+    ] + [EventRecord(context="main", seq=2 + i, kind="message") for i in range(10)]
+    result = _write(records)
+    assert result.status == "imported", result.message
+    stamps = list(Event.objects.order_by("seq").values_list("timestamp", flat=True)[:2])
+    assert stamps == [datetime(2026, 8, 1, 10, 0, 0, 500, tzinfo=UTC), naive.replace(tzinfo=UTC)]
+
+
+def test_database_rejection_in_a_batch_stores_nothing(flush_rows):
+    """A row the database refuses (here a duplicate (context, seq) no parser would let through)
+    fails the run with the database's reason, whichever thread or COPY wrote it."""
+    records = [
+        RunHeader(benchmark="B", task_id="dup", agent="A", mode="sequential"),
+        ContextRecord(id="main", role="main"),
+    ]
+    records += [
+        EventRecord(context="main", seq=i, kind="message", timestamp=ORIGIN + timedelta(seconds=i)) for i in range(20)
+    ]
+    records.append(EventRecord(context="main", seq=3, kind="message"))
+    records += [EventRecord(context="main", seq=100 + i, kind="message") for i in range(20)]
+    result = _write(records)
+    assert result.status == "failed" and "database rejected the run" in result.message
+    assert (Run.objects.count(), AgentContext.objects.count(), Event.objects.count()) == (0, 0, 0)
+    assert not [th for th in threading.enumerate() if th.name == "parallax-sqlite-writer"]
+    # the connection is usable and the next run imports normally
+    assert _write(records[:-21]).status == "imported"
+
+
+def test_a_parse_error_mid_stream_waits_for_the_writer_and_rolls_back(tmp_path, flush_rows):
+    lines = _wide_run(n_sub=3, per_sub=10)
+    lines.append(ev("nobody", 0, t(5)))
+    report = import_paths(paths=[write_jsonl(tmp_path / "late.jsonl", lines)])
+    assert "late.jsonl:36: field 'context'" in report.results[0].message
+    assert (Run.objects.count(), Event.objects.count()) == (0, 0)
+    assert not [th for th in threading.enumerate() if th.name == "parallax-sqlite-writer"]
+
+
+def test_generic_insert_matches_the_orm():
+    from trajectories.models import AgentSystem, Benchmark, Task
+
+    task = Task.objects.create(benchmark=Benchmark.objects.create(name="B"), external_id="x")
+    agent = AgentSystem.objects.create(name="A")
+    raw = Run(task=task, agent=agent, mode="concurrent", source_format="parallax", source_name="r", content_hash="1")
+    bulk.insert(raw)
+    orm = Run.objects.create(
+        task=task, agent=agent, mode="sequential", source_format="parallax", source_name="r", content_hash="2"
+    )
+    fields = [
+        f.attname for f in Run._meta.concrete_fields if f.attname not in ("id", "mode", "content_hash", "imported_at")
+    ]
+    assert Run.objects.filter(pk=raw.pk).values(*fields).get() == Run.objects.filter(pk=orm.pk).values(*fields).get()
+    assert Run.objects.get(pk=raw.pk).imported_at is not None
+
+
+def _write(records: list) -> object:
+    class _Parser:
+        def parse(self, source):
+            yield from records
+
+    source = RunSource(name="crafted", format="parallax", files=[])
+    from trajectories import services
+
+    original = services.parser_for
+    services.parser_for = lambda fmt: _Parser()
+    try:
+        return run_import(source=source)
+    finally:
+        services.parser_for = original
+
+
+def test_backend_under_test():
+    assert connection.vendor in ("sqlite", "postgresql")
+    assert Path(bulk.__file__).name == "bulk.py"
+
+
+def test_deleting_runs_and_contexts_leaves_no_event_behind(tmp_path):
+    """Event keys carry no database constraint (bulk.py, models.py): the ORM's cascade is what
+    removes a run's events, so it must, for a run and for a single context."""
+    write_jsonl(tmp_path / "a.jsonl", _wide_run(n_sub=2, per_sub=3))
+    write_jsonl(
+        tmp_path / "b.jsonl",
+        [{**line, "mode": "sequential"} if line["type"] == "run" else line for line in _wide_run(2, 2)],
+    )
+    import_paths(paths=[tmp_path])
+    first, second = Run.objects.order_by("pk")
+    AgentContext.objects.filter(run=second, external_id="sub-0").delete()
+    first.delete()
+    assert set(Event.objects.values_list("run_id", flat=True)) == {second.pk}
+    live = set(AgentContext.objects.values_list("pk", flat=True))
+    assert set(Event.objects.values_list("context_id", flat=True)) <= live
+
+
+def test_runs_commit_in_groups_and_a_crash_reports_nothing_uncommitted(tmp_path, monkeypatch):
+    from trajectories import services
+
+    for i in range(5):
+        write_jsonl(tmp_path / f"r{i}.jsonl", [header(task=f"t{i}"), ctx("main", start=t(0), end=t(1))])
+    monkeypatch.setattr(services, "GROUP_RUNS", 2)
+    commits: list[int] = []
+    reported: list[str] = []
+    original = services.run_import
+
+    def crash_on_fifth(*, source, **kwargs):
+        if source.name == "r4.jsonl":
+            raise MemoryError("simulated crash")
+        commits.append(Run.objects.count())
+        return original(source=source, **kwargs)
+
+    monkeypatch.setattr(services, "run_import", crash_on_fifth)
+    with pytest.raises(MemoryError):
+        import_paths(paths=[tmp_path], on_result=lambda result, index, total: reported.append(result.source))
+    # groups of two: r0 r1 | r2 r3 | r4 crashed → its group rolled back, nothing of it reported
+    assert reported == ["r0.jsonl", "r1.jsonl", "r2.jsonl", "r3.jsonl"]
+    assert sorted(Run.objects.values_list("task__external_id", flat=True)) == ["t0", "t1", "t2", "t3"]
+    monkeypatch.setattr(services, "run_import", original)
+    retry = import_paths(paths=[tmp_path])
+    assert [r.status for r in retry.results] == ["duplicate"] * 4 + ["imported"]

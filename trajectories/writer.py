@@ -1,0 +1,377 @@
+"""Writes one parsed run: parser records in, Run + AgentContext + Event rows out.
+
+Called by `services.run_import` inside the run's own transaction (or savepoint); it raises
+`FormatError` for input that cannot be stored, and the caller rolls the run back.
+Row writes go through `bulk` (raw SQL and streamed events); `Lookups` caches benchmark,
+task and agent ids for the length of an import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from . import bulk, metrics
+from .formats.records import (
+    CONCURRENT,
+    MAIN,
+    SEQUENTIAL,
+    ContextRecord,
+    DerivedOutcomes,
+    EventRecord,
+    FormatError,
+    ParseWarning,
+    RunHeader,
+    RunSource,
+)
+from .models import AgentSystem, Benchmark, ImportBatch, Run, Task
+
+_FILE_KINDS = frozenset(("file_write", "tool_call"))
+
+
+class Lookups:
+    """Benchmark, task and agent ids seen during one import, so each run costs no lookup queries.
+
+    Ids created or changed by a run stay pending until that run is stored (`keep()`); a run that
+    is rolled back takes its pending entries with it (`forget()`).
+    """
+
+    def __init__(self) -> None:
+        self.benchmarks: dict[str, int] = {}
+        self.tasks: dict[tuple[int, str], Task] = {}
+        self.agents: dict[str, int] = {}
+        self._pending: list[tuple[dict, object]] = []
+
+    def keep(self) -> None:
+        self._pending = []
+
+    def forget(self) -> None:
+        for cache, key in self._pending:
+            cache.pop(key, None)
+        self._pending = []
+
+    def _remember(self, cache: dict, key, value) -> None:
+        cache[key] = value
+        self._pending.append((cache, key))
+
+    def task(self, header: RunHeader, *, name: str) -> Task:
+        benchmark_id = self.benchmarks.get(header.benchmark)
+        if benchmark_id is None:
+            benchmark_id = Benchmark.objects.get_or_create(name=header.benchmark)[0].pk
+            self._remember(self.benchmarks, header.benchmark, benchmark_id)
+        key = (benchmark_id, header.task_id)
+        task = self.tasks.get(key)
+        if task is None:
+            task = Task.objects.select_related("benchmark").get_or_create(
+                benchmark_id=benchmark_id,
+                external_id=header.task_id,
+                defaults={"difficulty": header.difficulty, "prompt_sha256": header.prompt_sha256},
+            )[0]
+            self._remember(self.tasks, key, task)
+        if (header.difficulty and not task.difficulty) or (header.prompt_sha256 and not task.prompt_sha256):
+            task.difficulty = task.difficulty or header.difficulty
+            task.prompt_sha256 = task.prompt_sha256 or header.prompt_sha256
+            task.save(update_fields=["difficulty", "prompt_sha256"])
+            self._remember(self.tasks, key, task)
+        if header.prompt_sha256 and task.prompt_sha256 and header.prompt_sha256 != task.prompt_sha256:
+            raise FormatError(
+                f"prompt_sha256 differs from the one stored for task {task} ({task.prompt_sha256[:12]}…): "
+                "the two runs of a pair must share the same prompt",
+                file=name,
+                field="prompt_sha256",
+            )
+        return task
+
+    def agent(self, header: RunHeader) -> int:
+        agent_id = self.agents.get(header.agent)
+        if agent_id is None:
+            agent_id = AgentSystem.objects.get_or_create(
+                name=header.agent, defaults={"backbone_model": header.backbone_model}
+            )[0].pk
+            self._remember(self.agents, header.agent, agent_id)
+        return agent_id
+
+
+@dataclass(slots=True)
+class _Context:
+    """What the writer learns about one context while its events stream past."""
+
+    record: ContextRecord
+    pk: int
+    position: int
+    parent: str | None
+    n_events: int = 0
+    first_ts: datetime | None = None
+    last_ts: datetime | None = None
+    files: set[str] = field(default_factory=set)
+
+
+class RunWriter:
+    """Streams parser records into the database for one run (inside the caller's transaction)."""
+
+    def __init__(self, source: RunSource, digest: str, batch: ImportBatch | None, lookups: Lookups):
+        self.source = source
+        self.digest = digest
+        self.batch = batch
+        self.lookups = lookups
+        self.run: Run | None = None
+        self.run_id: int | None = None
+        self.task: Task | None = None
+        self.sink: bulk.EventSink | None = None
+        self.contexts: dict[str, _Context] = {}
+        self.warnings: list[str] = list(source.notes)
+        self.derived = DerivedOutcomes()
+        self.header: RunHeader | None = None
+
+    def write(self, records: Iterator) -> Run:
+        try:
+            self._consume(records)
+            if self.run is None:
+                raise FormatError("no run header", file=self.source.name)
+            self.sink.finish()
+        except BaseException:
+            if self.sink is not None:
+                self.sink.abort()
+            raise
+        return self._finish()
+
+    def _consume(self, records: Iterator) -> None:
+        event = self._event
+        for record in records:
+            if type(record) is EventRecord:
+                event(record)
+            elif isinstance(record, ContextRecord):
+                self._context(record)
+            elif isinstance(record, RunHeader):
+                if self.run is not None:
+                    raise FormatError("a second run header", file=self.source.name)
+                self._start(record)
+            elif isinstance(record, ParseWarning):
+                self.warnings.append(record.describe())
+            elif isinstance(record, DerivedOutcomes):
+                self.derived = record
+
+    # -- streaming -------------------------------------------------------------------
+    def _start(self, header: RunHeader) -> None:
+        self.header = header
+        name = self.source.name
+        self.task = task = self.lookups.task(header, name=name)
+        agent_id = self.lookups.agent(header)
+        if header.mode:
+            self._refuse_clash(agent_id, header.mode)
+        self.run = Run(
+            task=task,
+            agent_id=agent_id,
+            mode=header.mode or "",
+            backbone_model=header.backbone_model,
+            external_id=header.run_id,
+            source_format=self.source.format,
+            source_name=name[:500],
+            content_hash=self.digest,
+            batch=self.batch,
+        )
+        bulk.insert(self.run)
+        self.run_id = self.run.pk
+        self.sink = bulk.event_sink(self.run_id)
+
+    def _context(self, record: ContextRecord) -> None:
+        self._need_run(record.line)
+        known = self.contexts.get(record.id)
+        if known is None:
+            self.contexts[record.id] = _Context(
+                record=record, pk=self.sink.context_id(), position=len(self.contexts), parent=record.parent
+            )
+            return
+        # A later announcement fills in what the first did not know (end time, status …).
+        for attr in ("label", "started_at", "ended_at", "status", "parent"):
+            value = getattr(record, attr)
+            if value:
+                setattr(known.record, attr, value)
+        known.parent = known.record.parent
+
+    def _event(self, record: EventRecord) -> None:
+        ctx = self.contexts.get(record.context)
+        if ctx is None:
+            self._need_run(record.line)
+            raise FormatError(
+                f"event for unknown context {record.context!r}",
+                file=self.source.name,
+                line=record.line,
+                field="context",
+            )
+        ts = record.timestamp
+        if ts is not None:
+            if ts.tzinfo is not UTC:
+                ts = bulk.utc(ts)
+            if ctx.first_ts is None or ts < ctx.first_ts:
+                ctx.first_ts = ts
+            if ctx.last_ts is None or ts > ctx.last_ts:
+                ctx.last_ts = ts
+        ctx.n_events += 1
+        files = record.files
+        if files and record.kind in _FILE_KINDS:
+            ctx.files.update(files)
+        self.sink.add(
+            (
+                self.run_id,
+                ctx.pk,
+                record.seq,
+                ts,
+                record.kind,
+                record.tool[:100],
+                record.text,
+                files,
+                record.target[:255],
+                record.line,
+            )
+        )
+
+    def _need_run(self, line: int | None) -> None:
+        if self.run is None:
+            raise FormatError("record before the run header", file=self.source.name, line=line)
+
+    # -- closing ---------------------------------------------------------------------
+    def _finish(self) -> Run:
+        run, name = self.run, self.source.name
+        assert run is not None and self.header is not None
+        mains = [cid for cid, ctx in self.contexts.items() if ctx.record.role == MAIN]
+        if len(mains) != 1:
+            raise FormatError(f"a run needs exactly one main context, found {len(mains)}", file=name, field="role")
+        for cid, ctx in self.contexts.items():
+            if ctx.parent is not None and ctx.parent not in self.contexts:
+                raise FormatError(
+                    f"context {cid!r} names parent {ctx.parent!r}, which is not declared",
+                    file=name,
+                    line=ctx.record.line,
+                    field="parent",
+                )
+        depths = self._depths(mains[0])
+        rows: list[bulk.ContextRow] = []
+        run_start = run_end = None
+        for cid, ctx in self.contexts.items():
+            rec = ctx.record
+            started, ended = rec.started_at or ctx.first_ts, rec.ended_at or ctx.last_ts
+            if started and ended and ended < started:
+                raise FormatError(f"context {cid!r} ends before it starts", file=name, line=rec.line, field="ended_at")
+            for ts in (started, ended):
+                if ts is not None:
+                    run_start = ts if run_start is None or ts < run_start else run_start
+                    run_end = ts if run_end is None or ts > run_end else run_end
+            rows.append(
+                bulk.ContextRow(
+                    id=ctx.pk,
+                    run_id=run.pk,
+                    parent_id=self.contexts[ctx.parent].pk if ctx.parent else None,
+                    external_id=cid[:255],
+                    role=rec.role,
+                    label=rec.label,
+                    status=rec.status[:50],
+                    started_at=started,
+                    ended_at=ended,
+                    n_events=ctx.n_events,
+                    files_touched=sorted(ctx.files),
+                    depth=depths[cid],
+                    position=ctx.position,
+                )
+            )
+        intervals: list[tuple[float, float] | None] = []
+        main_interval: list[tuple[float, float]] = []
+        for row in rows:
+            interval = self._interval(row, run_end)
+            if row.role == MAIN:
+                if interval:
+                    main_interval.append(interval)
+            else:
+                intervals.append(interval)
+        bulk.insert_contexts(rows)
+        computed = metrics.process_metrics(intervals, main=main_interval)
+        for key, value in computed.as_dict().items():
+            setattr(run, key, value)
+        run.started_at, run.ended_at = run_start, run_end
+        run.n_contexts = len(rows)
+        run.n_events = sum(ctx.n_events for ctx in self.contexts.values())
+        self._outcomes(run)
+        if not run.mode:
+            run.mode = CONCURRENT if computed.subagents_created else SEQUENTIAL
+            self.warnings.append(
+                f"{name}: mode not stated (no manifest or cell.json); inferred '{run.mode}' "
+                f"from {computed.subagents_created} sub-agent(s)"
+            )
+            self._refuse_clash(run.agent_id, run.mode, exclude=run.pk)
+        run.warnings = self.warnings[:200]
+        bulk.update(run)
+        return run
+
+    def _refuse_clash(self, agent_id: int, mode: str, exclude: int | None = None) -> None:
+        clash = bulk.clashing_run(task_id=self.task.pk, agent_id=agent_id, mode=mode, exclude=exclude)
+        if clash:
+            agent = AgentSystem.objects.only("name").get(pk=agent_id)
+            raise FormatError(
+                f"a {mode} run of {self.task} by {agent.name} is already stored (run #{clash[0]} from {clash[1]}); "
+                "delete it first to replace it",
+                file=self.source.name,
+            )
+
+    def _interval(self, ctx: bulk.ContextRow, run_end: datetime | None) -> tuple[float, float] | None:
+        start, end = ctx.started_at, ctx.ended_at
+        if start is None and end is None:
+            return None
+        if end is None:
+            # Still running when the log ends (an excerpt, a killed run): it lasts to the run's end.
+            self.warnings.append(
+                f"{self.source.name}: context {ctx.external_id!r} has no end time; "
+                "treated as active until the run's last timestamp"
+            )
+            end = run_end or start
+        if start is None:
+            start = end
+        return (start.timestamp(), end.timestamp())
+
+    def _depths(self, main: str) -> dict[str, int]:
+        depths: dict[str, int] = {}
+        for cid in self.contexts:
+            chain: list[str] = []
+            node: str | None = cid
+            while node is not None and node not in depths:
+                if node in chain:
+                    cycle = " → ".join([*chain[chain.index(node) :], node])
+                    raise FormatError(
+                        f"contexts form a parent cycle: {cycle}",
+                        file=self.source.name,
+                        line=self.contexts[node].record.line,
+                        field="parent",
+                    )
+                chain.append(node)
+                node = self.contexts[node].parent
+            base = -1 if node is None else depths[node]
+            for offset, item in enumerate(reversed(chain), start=1):
+                depths[item] = base + offset
+        if depths.get(main) != 0:  # pragma: no cover - the main context has no parent by construction
+            raise FormatError("the main context must be the root", file=self.source.name)
+        for cid, depth in depths.items():
+            if depth == 0 and cid != main:
+                raise FormatError(
+                    f"context {cid!r} has no parent but is not the main agent",
+                    file=self.source.name,
+                    line=self.contexts[cid].record.line,
+                    field="parent",
+                )
+        return depths
+
+    def _outcomes(self, run: Run) -> None:
+        outcomes = dict(self.header.outcomes) if self.header else {}
+        for key in ("task_pass", "tests_passed", "tests_total", "test_pass", "duration_s", "shell_calls", "tokens"):
+            setattr(run, key, outcomes.get(key))
+        if run.shell_calls is None and self.derived.shell_calls is not None:
+            run.shell_calls = self.derived.shell_calls
+        if run.tokens is None and self.derived.tokens is not None:
+            run.tokens = self.derived.tokens
+        if run.duration_s is None and self.derived.duration_s is not None:
+            run.duration_s = self.derived.duration_s
+        if run.test_pass is None and run.tests_total:
+            run.test_pass = (run.tests_passed or 0) / run.tests_total
+        if run.duration_s is None and run.started_at and run.ended_at:
+            run.duration_s = (run.ended_at - run.started_at).total_seconds()
+        if run.tests_passed is not None and run.tests_total is not None and run.tests_passed > run.tests_total:
+            raise FormatError("tests_passed is larger than tests_total", file=self.source.name, field="tests_passed")
