@@ -1,4 +1,5 @@
-"""OpenAPI post-processing: document the error responses every operation can give."""
+"""OpenAPI post-processing: document the error responses every operation can give, and the
+constraints the project enforces before any view runs."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ def add_error_responses(result, generator, request, public):
                 schema = parameter.get("schema", {})
                 if parameter.get("in") == "path" and schema.get("type") == "integer":
                     schema.setdefault("minimum", 0)  # Django's <int:…> matches digits only
+                if parameter.get("in") == "query" and schema.get("type") == "string":
+                    schema.setdefault("pattern", "^[^\\u0000]*$")  # config.middleware.RejectNulQueryMiddleware
             responses = operation.setdefault("responses", {})
             for code, description in GENERIC.items():
                 responses.setdefault(code, {"description": description, "content": ERROR})

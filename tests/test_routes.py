@@ -77,3 +77,12 @@ def test_unsafe_methods_need_a_csrf_token(busy_study, trio, adjudicator, admin_u
     after = db_state()
     changed = {label for label in before if before[label] != after[label] and not label.startswith("sessions.")}
     assert not changed, f"unsafe requests without a CSRF token changed {changed}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/runs/?task=a%00b", "/?agent=%00"])
+def test_a_nul_in_the_query_string_is_a_400_naming_the_parameter(admin_user, path):
+    """Found by schemathesis on PostgreSQL (text cannot hold NUL): it was a 500."""
+    response = client_for(admin_user).get(path)
+    assert response.status_code == 400
+    assert ("'task'" if "task" in path else "'agent'") in response.content.decode()

@@ -148,6 +148,49 @@ def insert_contexts(rows: Sequence[ContextRow]) -> None:
         )
 
 
+def insert_runs(runs: Sequence[Run]) -> None:
+    """INSERT new runs, 200 per statement, and set their pks (matched back by content hash)."""
+    if not runs:
+        return
+    conn = connection_for(Run)
+    qn = conn.ops.quote_name
+    sql, fields = _insert_sql(Run, False)
+    head, one = sql.split(" VALUES ")
+    by_hash = {run.content_hash: run for run in runs}
+    with conn.cursor() as cursor:
+        for start in range(0, len(runs), 200):
+            chunk = runs[start : start + 200]
+            cursor.execute(
+                f"{head} VALUES {', '.join([one] * len(chunk))} RETURNING {qn('id')}, {qn('content_hash')}",
+                [value for run in chunk for value in _values(run, fields, conn, add=True)],
+            )
+            for pk, digest in cursor.fetchall():
+                by_hash[digest].pk = pk
+    for run in runs:
+        run._state.adding = False
+        run._state.db = conn.alias
+
+
+def allocate_ids(model: type[models.Model], n: int) -> list[int]:
+    """n unused primary keys for `model`, to write rows that reference each other in one go.
+
+    PostgreSQL: drawn from the table's sequence. SQLite: the next n after the highest ever
+    handed out — safe because the caller has already written in this transaction, so it holds
+    SQLite's write lock until commit."""
+    if n <= 0:
+        return []
+    conn = connection_for(model)
+    with conn.cursor() as cursor:
+        if conn.vendor == "postgresql":
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                [model._meta.db_table, n],
+            )
+            return [row[0] for row in cursor.fetchall()]
+    base = _max_id(conn, model)
+    return list(range(base + 1, base + n + 1))
+
+
 def update(obj: models.Model) -> None:
     """UPDATE every concrete field of a stored instance."""
     model = type(obj)
@@ -224,6 +267,12 @@ class EventSink:
         if len(self.buffer) >= FLUSH_ROWS:
             self._flush()
 
+    def send(self, rows: list[tuple]) -> None:
+        """Write many rows at once, in the background where the backend allows; `finish()` waits."""
+        for start in range(0, len(rows), FLUSH_ROWS):
+            self.buffer = rows[start : start + FLUSH_ROWS]
+            self._flush()
+
     def finish(self) -> None:
         self._flush()
 
@@ -247,6 +296,27 @@ class EventSink:
                 f"INSERT INTO {qn(Event._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(EVENT_COLUMNS))})",
                 params,
             )
+
+
+class MemorySink:
+    """Keeps a small run's rows for a later group write; context ids are the contexts' positions."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+        self._n = 0
+
+    def context_id(self) -> int:
+        self._n += 1
+        return self._n - 1
+
+    def add(self, row: tuple) -> None:
+        self.rows.append(row)
+
+    def finish(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        self.rows = []
 
 
 def _max_id(conn, model: type[models.Model]) -> int:
@@ -300,17 +370,33 @@ class _SQLiteSink(EventSink):
         payload = orjson.dumps(rows, option=_JSON_OPTIONS)
         self._wait()
         if len(rows) < FLUSH_ROWS and self.thread is None:
-            self._write(payload, len(rows))  # a small run: no thread at all
+            self._write([(payload, len(rows))])  # a small run: no thread at all
             self._raise()
             return
-        self.thread = threading.Thread(target=self._write, args=(payload, len(rows)), name="parallax-sqlite-writer")
+        self._start([(payload, len(rows))])
+
+    def send(self, rows: list[tuple]) -> None:
+        batches = [
+            (
+                orjson.dumps(rows[start : start + FLUSH_ROWS], option=_JSON_OPTIONS),
+                len(rows[start : start + FLUSH_ROWS]),
+            )
+            for start in range(0, len(rows), FLUSH_ROWS)
+        ]
+        self._wait()
+        if batches:
+            self._start(batches)
+
+    def _start(self, batches: list[tuple[bytes, int]]) -> None:
+        self.thread = threading.Thread(target=self._write, args=(batches,), name="parallax-sqlite-writer")
         self.thread.start()
 
-    def _write(self, payload: bytes, expected: int) -> None:
+    def _write(self, batches: list[tuple[bytes, int]]) -> None:
         try:
-            cursor = self.raw.execute(self._sql(self.conn), (payload,))
-            if cursor.rowcount != expected:  # pragma: no cover - json_each yields every element
-                raise RuntimeError(f"wrote {cursor.rowcount} of {expected} events")
+            for payload, expected in batches:
+                cursor = self.raw.execute(self._sql(self.conn), (payload,))
+                if cursor.rowcount != expected:  # pragma: no cover - json_each yields every element
+                    raise RuntimeError(f"wrote {cursor.rowcount} of {expected} events")
         except BaseException as exc:  # handed to the main thread by _raise()
             self.error = exc
 
@@ -368,6 +454,10 @@ class _PostgresSink(EventSink):
         except Exception as exc:
             with self.conn.wrap_database_errors:  # psycopg.errors.X → django.db.X
                 raise exc from None
+
+    def send(self, rows: list[tuple]) -> None:
+        for row in rows:  # the server inserts while the importer parses on; finish() waits for it
+            self.add(row)
 
     def _open(self) -> None:
         qn = self.conn.ops.quote_name

@@ -10,7 +10,6 @@ import hashlib
 import logging
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import archives, bulk
+from . import archives, bulk, pipeline
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
 from .formats.records import (
     FormatError,
@@ -29,10 +28,6 @@ from .models import ImportBatch, Run
 from .writer import Lookups, RunWriter
 
 logger = logging.getLogger(__name__)
-
-# A commit after this many runs or seconds, whichever comes first (see import_paths).
-GROUP_RUNS = 500
-GROUP_SECONDS = 1.0
 
 
 @dataclass
@@ -88,7 +83,7 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
         return RunResult(source.name, "failed", message=f"{source.name}: cannot read ({exc})")
     existing = bulk.run_with_hash(digest)
     if existing is not None:
-        return RunResult(source.name, "duplicate", run_id=existing, message="already imported (same content)")
+        return RunResult(source.name, "duplicate", run_id=existing, message=pipeline.DUPLICATE_MESSAGE)
     lookups = lookups or Lookups()
     try:
         with transaction.atomic():
@@ -101,7 +96,7 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
         # Another import of the same content won the race: that is a duplicate, not an error.
         existing = Run.objects.filter(content_hash=digest).values_list("pk", flat=True).first()
         if existing is not None:
-            return RunResult(source.name, "duplicate", run_id=existing, message="already imported (same content)")
+            return RunResult(source.name, "duplicate", run_id=existing, message=pipeline.DUPLICATE_MESSAGE)
         return RunResult(source.name, "failed", message=f"{source.name}: database rejected the run ({exc})")
     except BaseException:
         lookups.forget()
@@ -147,25 +142,19 @@ def import_paths(
         total = len(found.sources)
         if batch is not None:
             ImportBatch.objects.filter(pk=batch.pk).update(total=total)
-        lookups = Lookups()
-        index = 0
-        while index < total:
-            # Runs are committed in groups (each run still in its own savepoint, so a bad run
-            # stores nothing and the others are unaffected): one commit, and on PostgreSQL one
-            # WAL flush, per group instead of per run. Results are reported once their group is
-            # committed; a crash mid-group rolls the group back and a retry imports it again.
-            group: list[tuple[int, RunResult]] = []
-            deadline = time.monotonic() + GROUP_SECONDS
-            with transaction.atomic():
-                while index < total and len(group) < GROUP_RUNS and time.monotonic() < deadline:
-                    index += 1
-                    group.append((index, run_import(source=found.sources[index - 1], batch=batch, lookups=lookups)))
-            for position, result in group:
-                if position == 1 and batch_warnings:
-                    result.warnings = batch_warnings + result.warnings
-                report.results.append(result)
-                if on_result is not None:
-                    on_result(result, position, total)
+        results: list[tuple[int, RunResult]] = []
+
+        def record(position: int, result: RunResult) -> None:
+            if position == 1 and batch_warnings:
+                result.warnings = batch_warnings + result.warnings
+            results.append((position, result))
+            if on_result is not None:
+                on_result(result, len(results), total)
+
+        pipeline.GroupImporter(
+            sources=found.sources, batch=batch, report=record, run_import=run_import, result_type=RunResult
+        ).run()
+        report.results.extend(result for _, result in sorted(results, key=lambda item: item[0]))
         if not found.sources and batch_warnings:
             report.results.append(RunResult("bundle", "failed", message="no runs found", warnings=batch_warnings))
     return report

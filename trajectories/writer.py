@@ -94,6 +94,18 @@ class Lookups:
 
 
 @dataclass(slots=True)
+class Plan:
+    """A validated run held in memory: ids in `contexts` and `events` are placeholders (context
+    positions; run id 0) that `pipeline.write_plans` replaces."""
+
+    source: RunSource
+    header: RunHeader
+    run: Run
+    contexts: list[bulk.ContextRow]
+    events: list[tuple]
+
+
+@dataclass(slots=True)
 class _Context:
     """What the writer learns about one context while its events stream past."""
 
@@ -110,7 +122,11 @@ class _Context:
 class RunWriter:
     """Streams parser records into the database for one run (inside the caller's transaction)."""
 
-    def __init__(self, source: RunSource, digest: str, batch: ImportBatch | None, lookups: Lookups):
+    def __init__(
+        self, source: RunSource, digest: str, batch: ImportBatch | None, lookups: Lookups | None, *, plan_only=False
+    ):
+        # plan_only: touch no database at all; `plan()` returns everything to write (see pipeline.py)
+        self.plan_only = plan_only
         self.source = source
         self.digest = digest
         self.batch = batch
@@ -123,6 +139,7 @@ class RunWriter:
         self.warnings: list[str] = list(source.notes)
         self.derived = DerivedOutcomes()
         self.header: RunHeader | None = None
+        self.mode_inferred = False
 
     def write(self, records: Iterator) -> Run:
         try:
@@ -134,7 +151,20 @@ class RunWriter:
             if self.sink is not None:
                 self.sink.abort()
             raise
-        return self._finish()
+        run, contexts = self._finish()
+        bulk.insert_contexts(contexts)
+        if self.mode_inferred:
+            self._refuse_clash(run.agent_id, run.mode, exclude=run.pk)
+        bulk.update(run)
+        return run
+
+    def plan(self, records: Iterator) -> Plan:
+        """Parse and validate the whole run in memory (plan_only writers)."""
+        self._consume(records)
+        if self.run is None:
+            raise FormatError("no run header", file=self.source.name)
+        run, contexts = self._finish()
+        return Plan(self.source, self.header, run, contexts, self.sink.rows)
 
     def _consume(self, records: Iterator) -> None:
         event = self._event
@@ -156,24 +186,31 @@ class RunWriter:
     def _start(self, header: RunHeader) -> None:
         self.header = header
         name = self.source.name
+        if self.plan_only:
+            self.run = self._new_run(header)
+            self.run_id = 0  # events carry placeholders, replaced when the plan is written
+            self.sink = bulk.MemorySink()
+            return
         self.task = task = self.lookups.task(header, name=name)
         agent_id = self.lookups.agent(header)
         if header.mode:
             self._refuse_clash(agent_id, header.mode)
-        self.run = Run(
-            task=task,
-            agent_id=agent_id,
+        self.run = self._new_run(header)
+        self.run.task, self.run.agent_id = task, agent_id
+        bulk.insert(self.run)
+        self.run_id = self.run.pk
+        self.sink = bulk.event_sink(self.run_id)
+
+    def _new_run(self, header: RunHeader) -> Run:
+        return Run(
             mode=header.mode or "",
             backbone_model=header.backbone_model,
             external_id=header.run_id,
             source_format=self.source.format,
-            source_name=name[:500],
+            source_name=self.source.name[:500],
             content_hash=self.digest,
             batch=self.batch,
         )
-        bulk.insert(self.run)
-        self.run_id = self.run.pk
-        self.sink = bulk.event_sink(self.run_id)
 
     def _context(self, record: ContextRecord) -> None:
         self._need_run(record.line)
@@ -232,7 +269,8 @@ class RunWriter:
             raise FormatError("record before the run header", file=self.source.name, line=line)
 
     # -- closing ---------------------------------------------------------------------
-    def _finish(self) -> Run:
+    def _finish(self) -> tuple[Run, list[bulk.ContextRow]]:
+        """Validate the whole run and compute what is stored about it; no database access."""
         run, name = self.run, self.source.name
         assert run is not None and self.header is not None
         mains = [cid for cid, ctx in self.contexts.items() if ctx.record.role == MAIN]
@@ -284,7 +322,6 @@ class RunWriter:
                     main_interval.append(interval)
             else:
                 intervals.append(interval)
-        bulk.insert_contexts(rows)
         computed = metrics.process_metrics(intervals, main=main_interval)
         for key, value in computed.as_dict().items():
             setattr(run, key, value)
@@ -292,16 +329,15 @@ class RunWriter:
         run.n_contexts = len(rows)
         run.n_events = sum(ctx.n_events for ctx in self.contexts.values())
         self._outcomes(run)
-        if not run.mode:
+        self.mode_inferred = not run.mode
+        if self.mode_inferred:
             run.mode = CONCURRENT if computed.subagents_created else SEQUENTIAL
             self.warnings.append(
                 f"{name}: mode not stated (no manifest or cell.json); inferred '{run.mode}' "
                 f"from {computed.subagents_created} sub-agent(s)"
             )
-            self._refuse_clash(run.agent_id, run.mode, exclude=run.pk)
         run.warnings = self.warnings[:200]
-        bulk.update(run)
-        return run
+        return run, rows
 
     def _refuse_clash(self, agent_id: int, mode: str, exclude: int | None = None) -> None:
         clash = bulk.clashing_run(task_id=self.task.pk, agent_id=agent_id, mode=mode, exclude=exclude)

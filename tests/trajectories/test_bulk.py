@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 
 from tests.conftest import ctx, ev, header, t, write_jsonl
-from trajectories import bulk
+from trajectories import bulk, pipeline
 from trajectories.formats.records import ContextRecord, EventRecord, RunHeader, RunSource
 from trajectories.models import AgentContext, Event, Run
 from trajectories.services import import_paths, run_import
@@ -36,31 +36,44 @@ def _wide_run(n_sub: int, per_sub: int) -> list[dict]:
     return lines
 
 
-@pytest.fixture(params=["one statement", "batched"])
-def flush_rows(request, monkeypatch):
-    if request.param == "batched":
+PATHS = ["grouped", "grouped in batches", "streamed", "streamed in batches"]
+
+
+@pytest.fixture(params=PATHS)
+def flush_rows(request, monkeypatch, settings):
+    """Every way events reach the database: small runs planned and written in groups, large
+    runs streamed (forced here by lowering the size limit); one statement or many batches."""
+    if "streamed" in request.param:
+        settings.PARALLAX_IMPORT_SMALL_RUN_BYTES = 0
+    if "batches" in request.param:
         monkeypatch.setattr(bulk, "FLUSH_ROWS", 7)  # many batches: the writer thread / COPY path
         monkeypatch.setattr(bulk, "ID_BLOCK", 3)  # many id blocks on PostgreSQL
     return request.param
 
 
 def test_rows_read_back_exactly(tmp_path, flush_rows, monkeypatch):
-    writers: list[str] = []
+    writers: list[tuple[str, int]] = []
     original = bulk._SQLiteSink._write
 
-    def spy(self, payload, expected):
-        writers.append(threading.current_thread().name)
-        return original(self, payload, expected)
+    def spy(self, batches):
+        writers.append((threading.current_thread().name, len(batches)))
+        return original(self, batches)
 
     monkeypatch.setattr(bulk._SQLiteSink, "_write", spy)
     lines = _wide_run(n_sub=9, per_sub=11)
     report = import_paths(paths=[write_jsonl(tmp_path / "wide.jsonl", lines)])
     assert report.count("imported") == 1, report.results[0].message
     if connection.vendor == "sqlite":
-        # 99 events: one statement from the main thread, or 15 batches of which the full ones
-        # went through the writer thread
-        assert writers == (
-            ["MainThread"] if flush_rows == "one statement" else ["parallax-sqlite-writer"] * 14 + ["MainThread"]
+        # 99 events. Grouped: all batches in the writer thread while the next group is parsed.
+        # Streamed: full batches in the writer thread, the last partial one from the main thread.
+        assert (
+            writers
+            == {
+                "grouped": [("parallax-sqlite-writer", 1)],
+                "grouped in batches": [("parallax-sqlite-writer", 15)],
+                "streamed": [("MainThread", 1)],
+                "streamed in batches": [("parallax-sqlite-writer", 1)] * 14 + [("MainThread", 1)],
+            }[flush_rows]
         )
     run = Run.objects.get()
     stored = list(
@@ -192,28 +205,74 @@ def test_deleting_runs_and_contexts_leaves_no_event_behind(tmp_path):
     assert set(Event.objects.values_list("context_id", flat=True)) <= live
 
 
-def test_runs_commit_in_groups_and_a_crash_reports_nothing_uncommitted(tmp_path, monkeypatch):
-    from trajectories import services
+def test_runs_commit_in_groups_and_a_crash_reports_nothing_uncommitted(tmp_path, monkeypatch, settings):
+    from trajectories.formats import detect
 
     for i in range(5):
         write_jsonl(tmp_path / f"r{i}.jsonl", [header(task=f"t{i}"), ctx("main", start=t(0), end=t(1))])
-    monkeypatch.setattr(services, "GROUP_RUNS", 2)
-    commits: list[int] = []
+    settings.PARALLAX_IMPORT_GROUP_RUNS = 2
     reported: list[str] = []
-    original = services.run_import
+    original = detect.parser_for
 
-    def crash_on_fifth(*, source, **kwargs):
-        if source.name == "r4.jsonl":
-            raise MemoryError("simulated crash")
-        commits.append(Run.objects.count())
-        return original(source=source, **kwargs)
+    def crash_on_fifth(fmt):
+        parser = original(fmt)
 
-    monkeypatch.setattr(services, "run_import", crash_on_fifth)
+        class Crashing:
+            def parse(self, source):
+                if source.name == "r4.jsonl":
+                    raise MemoryError("simulated crash")
+                yield from parser.parse(source)
+
+        return Crashing()
+
+    monkeypatch.setattr(pipeline, "parser_for", crash_on_fifth)
     with pytest.raises(MemoryError):
         import_paths(paths=[tmp_path], on_result=lambda result, index, total: reported.append(result.source))
-    # groups of two: r0 r1 | r2 r3 | r4 crashed → its group rolled back, nothing of it reported
-    assert reported == ["r0.jsonl", "r1.jsonl", "r2.jsonl", "r3.jsonl"]
-    assert sorted(Run.objects.values_list("task__external_id", flat=True)) == ["t0", "t1", "t2", "t3"]
-    monkeypatch.setattr(services, "run_import", original)
+    # groups of two: r0 r1 committed | r2 r3 written, committing only once r4's group is
+    # parsed — which crashed: r2 and r3 are rolled back with it and were never reported
+    assert reported == ["r0.jsonl", "r1.jsonl"]
+    assert sorted(Run.objects.values_list("task__external_id", flat=True)) == ["t0", "t1"]
+    monkeypatch.setattr(pipeline, "parser_for", original)
     retry = import_paths(paths=[tmp_path])
-    assert [r.status for r in retry.results] == ["duplicate"] * 4 + ["imported"]
+    assert [r.status for r in retry.results] == ["duplicate"] * 2 + ["imported"] * 3
+    assert Event.objects.count() == 0 and Run.objects.count() == 5
+
+
+@pytest.mark.parametrize("refused", ["runs", "events"])
+def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypatch, refused):
+    """A concurrent import can make the group's INSERT (or its events) fail after the checks
+    passed: the group rolls back to its savepoint and each run is imported alone instead."""
+    from django.db import IntegrityError
+
+    for i in range(3):
+        write_jsonl(tmp_path / f"r{i}.jsonl", _wide_run(1, 2) if i == 0 else [header(task=f"t{i}"), ctx("main")])
+    calls: list[str] = []
+    if refused == "runs":
+        original = bulk.insert_runs
+
+        def refuse_once(runs):
+            calls.append("insert_runs")
+            if len(calls) == 1:
+                raise IntegrityError("simulated: UNIQUE constraint failed")
+            return original(runs)
+
+        monkeypatch.setattr(bulk, "insert_runs", refuse_once)
+    else:
+        original = bulk.event_sink
+
+        def sink_refusing_once(run_id):
+            sink = original(run_id)
+            if not calls:
+                calls.append("refused")
+
+                def finish():
+                    sink.abort()
+                    raise IntegrityError("simulated: events refused")
+
+                sink.finish = finish
+            return sink
+
+        monkeypatch.setattr(bulk, "event_sink", sink_refusing_once)
+    report = import_paths(paths=[tmp_path])
+    assert [r.status for r in report.results] == ["imported"] * 3, [r.message for r in report.results]
+    assert calls and Run.objects.count() == 3 and Event.objects.count() == 2 and AgentContext.objects.count() == 4

@@ -1,0 +1,303 @@
+"""Importing many runs: small runs are written in groups, large ones streamed one by one.
+
+A study corpus is thousands of small runs (~80 events each), so a run's fixed costs —
+its statements, its savepoint, its commit — would dominate. Small runs are therefore parsed
+and validated completely in memory (`RunWriter(plan_only=True)`: no database access), then a
+group of them is written with a handful of statements: one INSERT for the runs, one for their
+contexts, and the events streamed (COPY on PostgreSQL; on SQLite the writer thread of
+`bulk._SQLiteSink`). The group's events are written *while the next group is parsed*; the
+group commits when they are done.
+
+Guarantees are those of importing each run in its own transaction:
+  * a run that fails validation stores nothing and does not affect the others;
+  * duplicates (same content) and clashes (same task, agent and mode) are found before writing;
+    a second copy within one group is imported after the group, alone, to get the exact answer;
+  * if the database refuses a group anyway (a concurrent import of the same runs), the group is
+    rolled back to its savepoint and every run in it is imported again one by one;
+  * results are reported only once their group is committed: a crash loses at most the group
+    in flight, and a retry imports it (the runs already committed come back as duplicates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import DatabaseError, transaction
+
+from . import bulk
+from .formats.detect import parser_for
+from .formats.records import FormatError, RunSource
+from .models import AgentContext, ImportBatch, Run
+from .writer import Lookups, Plan, RunWriter
+
+DUPLICATE_MESSAGE = "already imported (same content)"
+
+
+@dataclass
+class _Group:
+    """Runs parsed and validated, waiting to be written; then written, waiting to commit."""
+
+    entries: list[tuple[int, RunSource, str]] = field(default_factory=list)  # (position, source, digest)
+    nbytes: int = 0
+
+
+class GroupImporter:
+    def __init__(
+        self,
+        *,
+        sources: list[RunSource],
+        batch: ImportBatch | None,
+        report: Callable,  # (position, RunResult) → None, called once the result is committed
+        run_import: Callable,  # services.run_import, for large runs and fallbacks
+        result_type: type,
+    ):
+        self.sources = sources
+        self.batch = batch
+        self.report = report
+        self.run_import = run_import
+        self.Result = result_type
+        self.lookups = Lookups()
+        # state of the group written but not yet committed
+        self._atomic = None
+        self._savepoint = None
+        self._sink: bulk.EventSink | None = None
+        self._written: list[tuple[int, Plan]] = []
+        self._pending_results: list[tuple[int, object]] = []
+        self._after: list[tuple[int, RunSource]] = []  # second copies, imported alone after the group
+
+    # -- driver ------------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            position = 0
+            while position < len(self.sources):
+                group, position = self._next_group(position)
+                if group is None:  # a large run: stream it on its own
+                    self._commit()
+                    source = self.sources[position]
+                    position += 1
+                    with transaction.atomic():
+                        result = self.run_import(source=source, batch=self.batch, lookups=self.lookups)
+                    self.report(position, result)
+                    continue
+                plans = self._plan(group)
+                self._commit()
+                self._write(plans)
+            self._commit()
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _next_group(self, position: int) -> tuple[_Group | None, int]:
+        # settings.PARALLAX_IMPORT_*: a source is "small" (planned in memory, written in a group)
+        # below SMALL_RUN_BYTES; a group closes at GROUP_RUNS runs or GROUP_BYTES of source.
+        group = _Group()
+        while (
+            position < len(self.sources)
+            and len(group.entries) < settings.PARALLAX_IMPORT_GROUP_RUNS
+            and group.nbytes < settings.PARALLAX_IMPORT_GROUP_BYTES
+        ):
+            source = self.sources[position]
+            size = _size(source)
+            if size >= settings.PARALLAX_IMPORT_SMALL_RUN_BYTES:
+                break
+            group.entries.append((position + 1, source, ""))
+            group.nbytes += size
+            position += 1
+        return (group if group.entries else None), position
+
+    # -- planning (no database) ---------------------------------------------------------
+    def _plan(self, group: _Group) -> list[tuple[int, Plan]]:
+        from .services import content_hash
+
+        digests: dict[int, str] = {}
+        for pos, source, _ in group.entries:
+            try:
+                digests[pos] = content_hash(source.files, display=source.display)
+            except OSError as exc:
+                self._pending_results.append(
+                    (pos, self.Result(source.name, "failed", message=f"{source.name}: cannot read ({exc})"))
+                )
+        # (the previous group's events may still be being written: no query here)
+        plans: list[tuple[int, Plan]] = []
+        for pos, source, _ in group.entries:
+            if pos not in digests:
+                continue
+            try:
+                writer = RunWriter(source, digests[pos], self.batch, None, plan_only=True)
+                plans.append((pos, writer.plan(parser_for(source.format).parse(source))))
+            except FormatError as exc:
+                self._pending_results.append((pos, self.Result(source.name, "failed", message=exc.describe())))
+        return plans
+
+    # -- writing ------------------------------------------------------------------------
+    def _write(self, plans: list[tuple[int, Plan]]) -> None:
+        """Write a group's runs and contexts now and start its events; commit comes later."""
+        self._atomic = transaction.atomic()
+        self._atomic.__enter__()
+        self._savepoint = transaction.savepoint_create()
+        try:
+            ready, results, later = self._select(plans)
+            self._store(ready)
+        except DatabaseError:
+            # Refused (a concurrent import of the same runs): import them one by one instead.
+            self._fall_back([(pos, plan.source) for pos, plan in plans])
+            return
+        self._pending_results += results
+        self._after += later
+
+    def _select(self, plans: list[tuple[int, Plan]]) -> tuple[list, list, list]:
+        """Which plans to write: not already stored, not clashing; ids of tasks and agents."""
+        existing = _existing_hashes([plan.run.content_hash for _, plan in plans])
+        ready: list[tuple[int, Plan]] = []
+        results: list[tuple[int, object]] = []
+        later: list[tuple[int, RunSource]] = []
+        seen: set = set()
+        for pos, plan in plans:
+            name, digest = plan.source.name, plan.run.content_hash
+            if digest in existing:
+                results.append(
+                    (pos, self.Result(name, "duplicate", run_id=existing[digest], message=DUPLICATE_MESSAGE))
+                )
+                continue
+            try:
+                task = self.lookups.task(plan.header, name=name)
+                agent_id = self.lookups.agent(plan.header)
+            except FormatError as exc:
+                results.append((pos, self.Result(name, "failed", message=exc.describe())))
+                continue
+            plan.run.task, plan.run.agent_id = task, agent_id
+            key = (task.pk, agent_id, plan.run.mode)
+            if digest in seen or key in seen:
+                later.append((pos, plan.source))  # a second copy: imported alone after the group
+                continue
+            seen.update((digest, key))
+            ready.append((pos, plan))
+        clashes = _existing_runs({plan.run.task_id for _, plan in ready})
+        kept = []
+        for pos, plan in ready:
+            clash = clashes.get((plan.run.task_id, plan.run.agent_id, plan.run.mode))
+            if clash is None:
+                kept.append((pos, plan))
+                continue
+            error = FormatError(
+                f"a {plan.run.mode} run of {plan.run.task} by {plan.header.agent} is already stored "
+                f"(run #{clash[0]} from {clash[1]}); delete it first to replace it",
+                file=plan.source.name,
+            )
+            results.append((pos, self.Result(plan.source.name, "failed", message=error.describe())))
+        return kept, results, later
+
+    def _store(self, ready: list[tuple[int, Plan]]) -> None:
+        if not ready:
+            return
+        bulk.insert_runs([plan.run for _, plan in ready])
+        ids = bulk.allocate_ids(AgentContext, sum(len(plan.contexts) for _, plan in ready))
+        contexts: list[bulk.ContextRow] = []
+        events: list[tuple] = []
+        offset = 0
+        for _, plan in ready:
+            local = ids[offset : offset + len(plan.contexts)]
+            offset += len(plan.contexts)
+            run_id = plan.run.pk
+            contexts.extend(
+                row._replace(
+                    id=local[row.id], run_id=run_id, parent_id=None if row.parent_id is None else local[row.parent_id]
+                )
+                for row in plan.contexts
+            )
+            events.extend([(run_id, local[row[1]], *row[2:]) for row in plan.events])
+            plan.contexts, plan.events = [], []
+        bulk.insert_contexts(contexts)
+        self._written = ready
+        self._sink = bulk.event_sink(0)
+        self._sink.send(events)
+
+    def _fall_back(self, retry: list[tuple[int, RunSource]]) -> None:
+        if self._sink is not None:
+            self._sink.abort()
+        transaction.savepoint_rollback(self._savepoint)
+        self.lookups.forget()
+        self._written = []
+        self._after = retry + self._after
+
+    def _commit(self) -> None:
+        """Finish the group in flight: its events written, commit, then report its results."""
+        if self._atomic is None:
+            self._flush_results()
+            return
+        try:
+            if self._sink is not None:
+                self._sink.finish()
+        except DatabaseError:
+            self._fall_back([(pos, plan.source) for pos, plan in self._written])
+        for pos, plan in self._written:
+            run = plan.run
+            self._pending_results.append(
+                (
+                    pos,
+                    self.Result(
+                        plan.source.name, "imported", run_id=run.pk, warnings=run.warnings, events=run.n_events
+                    ),
+                )
+            )
+        self.lookups.keep()
+        self._close(commit=True)
+        self._flush_results()
+
+    def _close(self, *, commit: bool) -> None:
+        atomic, self._atomic, self._sink, self._written = self._atomic, None, None, []
+        if commit:
+            transaction.savepoint_commit(self._savepoint)
+            atomic.__exit__(None, None, None)
+        else:
+            error = RuntimeError("import abandoned")
+            atomic.__exit__(RuntimeError, error, None)
+
+    def _flush_results(self) -> None:
+        results, self._pending_results = self._pending_results, []
+        for pos, result in sorted(results, key=lambda item: item[0]):
+            self.report(pos, result)
+        after, self._after = self._after, []
+        for pos, source in sorted(after, key=lambda item: item[0]):
+            with transaction.atomic():
+                result = self.run_import(source=source, batch=self.batch, lookups=self.lookups)
+            self.report(pos, result)
+
+    def _abandon(self) -> None:
+        if self._atomic is not None:
+            if self._sink is not None:
+                self._sink.abort()
+            self.lookups.forget()
+            self._close(commit=False)
+
+
+def _size(source: RunSource) -> int:
+    total = 0
+    for path in source.files:
+        try:
+            total += Path(path).stat().st_size
+        except OSError:
+            return 0  # unreadable: the group's content hash reports it
+    return total
+
+
+def _existing_hashes(digests: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for start in range(0, len(digests), 500):
+        chunk = digests[start : start + 500]
+        found.update(Run.objects.filter(content_hash__in=chunk).values_list("content_hash", "pk"))
+    return found
+
+
+def _existing_runs(task_ids: set[int]) -> dict[tuple, tuple[int, str]]:
+    if not task_ids:
+        return {}
+    return {
+        (task_id, agent_id, mode): (pk, name)
+        for task_id, agent_id, mode, pk, name in Run.objects.filter(task_id__in=task_ids).values_list(
+            "task_id", "agent_id", "mode", "pk", "source_name"
+        )
+    }
