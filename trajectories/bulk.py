@@ -126,26 +126,47 @@ def insert_contexts(rows: Sequence[ContextRow]) -> None:
         return
     conn = connection_for(AgentContext)
     qn = conn.ops.quote_name
-    adapt_dt, files_json = conn.ops.adapt_datetimefield_value, AgentContext._meta.get_field("files_touched")
+    table, columns = qn(AgentContext._meta.db_table), ", ".join(qn(c) for c in ContextRow._fields)
+    if conn.vendor == "postgresql":
+        with conn.cursor() as wrapper, wrapper.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for r in rows:
+                copy.write_row((*r[:10], orjson.dumps(r.files_touched).decode(), r.depth, r.position))
+        return
+    adapt_dt = _datetime_adapter(conn)
     params = [
         (
             *r[:7],
             adapt_dt(r.started_at),
             adapt_dt(r.ended_at),
             r.n_events,
-            files_json.get_db_prep_save(r.files_touched, conn),
+            orjson.dumps(r.files_touched).decode(),
             r.depth,
             r.position,
         )
         for r in rows
     ]
-    columns = ", ".join(qn(c) for c in ContextRow._fields)
     with conn.cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {qn(AgentContext._meta.db_table)} ({columns}) "
-            f"VALUES ({', '.join(['%s'] * len(ContextRow._fields))})",
-            params,
+            f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(ContextRow._fields))})", params
         )
+
+
+def _datetime_adapter(conn):
+    """conn.ops.adapt_datetimefield_value, with a shortcut for the UTC values the parsers produce
+    on SQLite (where Django stores naive UTC text): the same string without the per-value
+    time-zone machinery."""
+    slow = conn.ops.adapt_datetimefield_value
+    if conn.vendor != "sqlite" or conn.timezone_name != "UTC":
+        return slow
+
+    def adapt(value):
+        if value is None:
+            return None
+        if value.tzinfo is UTC:
+            return str(value.replace(tzinfo=None))
+        return slow(value)
+
+    return adapt
 
 
 def insert_runs(runs: Sequence[Run]) -> None:
@@ -155,6 +176,20 @@ def insert_runs(runs: Sequence[Run]) -> None:
     conn = connection_for(Run)
     qn = conn.ops.quote_name
     sql, fields = _insert_sql(Run, False)
+    if conn.vendor == "postgresql":  # ids from the sequence, rows by COPY
+        for run, pk in zip(runs, allocate_ids(Run, len(runs)), strict=True):
+            run.pk = pk
+        columns = ", ".join(qn(c) for c in ("id", *(f.column for f in fields)))
+        with (
+            conn.cursor() as wrapper,
+            wrapper.cursor.copy(f"COPY {qn(Run._meta.db_table)} ({columns}) FROM STDIN") as copy,
+        ):
+            for run in runs:
+                copy.write_row((run.pk, *_values(run, fields, conn, add=True)))
+        for run in runs:
+            run._state.adding = False
+            run._state.db = conn.alias
+        return
     head, one = sql.split(" VALUES ")
     by_hash = {run.content_hash: run for run in runs}
     with conn.cursor() as cursor:

@@ -151,6 +151,7 @@ class GroupImporter:
     def _select(self, plans: list[tuple[int, Plan]]) -> tuple[list, list, list]:
         """Which plans to write: not already stored, not clashing; ids of tasks and agents."""
         existing = _existing_hashes([plan.run.content_hash for _, plan in plans])
+        self.lookups.prefetch([plan.header for _, plan in plans if plan.run.content_hash not in existing])
         ready: list[tuple[int, Plan]] = []
         results: list[tuple[int, object]] = []
         later: list[tuple[int, RunSource]] = []

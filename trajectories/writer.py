@@ -55,6 +55,39 @@ class Lookups:
         cache[key] = value
         self._pending.append((cache, key))
 
+    def prefetch(self, headers: list[RunHeader]) -> None:
+        """Resolve the benchmarks, tasks and agents of many runs in a few queries, creating the
+        missing ones together (a group of runs: pipeline.py)."""
+        names = {h.benchmark for h in headers} - self.benchmarks.keys()
+        for name, pk in _get_or_create_many(Benchmark, "name", {n: {} for n in names}).items():
+            self._remember(self.benchmarks, name, pk)
+        agents: dict[str, dict] = {}
+        for h in headers:
+            if h.agent not in self.agents:
+                agents.setdefault(h.agent, {"backbone_model": h.backbone_model})
+        for name, pk in _get_or_create_many(AgentSystem, "name", agents).items():
+            self._remember(self.agents, name, pk)
+        wanted: dict[tuple[int, str], dict] = {}
+        for h in headers:
+            key = (self.benchmarks[h.benchmark], h.task_id)
+            if key not in self.tasks:
+                wanted.setdefault(key, {"difficulty": h.difficulty, "prompt_sha256": h.prompt_sha256})
+        if not wanted:
+            return
+        found = Task.objects.select_related("benchmark").filter(
+            benchmark_id__in={b for b, _ in wanted}, external_id__in={t for _, t in wanted}
+        )
+        for task in found:
+            if (task.benchmark_id, task.external_id) in wanted:
+                self._remember(self.tasks, (task.benchmark_id, task.external_id), task)
+        missing = [
+            Task(benchmark_id=b, external_id=t, **defaults)
+            for (b, t), defaults in wanted.items()
+            if (b, t) not in self.tasks
+        ]
+        for task in Task.objects.bulk_create(missing):
+            self._remember(self.tasks, (task.benchmark_id, task.external_id), task)
+
     def task(self, header: RunHeader, *, name: str) -> Task:
         benchmark_id = self.benchmarks.get(header.benchmark)
         if benchmark_id is None:
@@ -91,6 +124,17 @@ class Lookups:
             )[0].pk
             self._remember(self.agents, header.agent, agent_id)
         return agent_id
+
+
+def _get_or_create_many(model, key: str, wanted: dict[str, dict]) -> dict[str, int]:
+    """{key value: pk} for every wanted key, creating the missing rows (with their defaults) at once."""
+    if not wanted:
+        return {}
+    found = dict(model.objects.filter(**{f"{key}__in": list(wanted)}).values_list(key, "pk"))
+    missing = [model(**{key: value}, **defaults) for value, defaults in wanted.items() if value not in found]
+    for obj in model.objects.bulk_create(missing):
+        found[getattr(obj, key)] = obj.pk
+    return found
 
 
 @dataclass(slots=True)
