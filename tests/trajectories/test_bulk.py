@@ -276,3 +276,26 @@ def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypat
     report = import_paths(paths=[tmp_path])
     assert [r.status for r in report.results] == ["imported"] * 3, [r.message for r in report.results]
     assert calls and Run.objects.count() == 3 and Event.objects.count() == 2 and AgentContext.objects.count() == 4
+
+
+@pytest.mark.parametrize("one_group", [True, False])
+def test_a_pair_must_share_the_prompt_and_tasks_learn_what_they_lacked(tmp_path, settings, one_group):
+    """Task lookups done for a whole group (Lookups.prefetch) keep the run-by-run rules: the
+    first run creates the task, a later one fills what it lacked, a different prompt fails."""
+    if not one_group:
+        settings.PARALLAX_IMPORT_GROUP_RUNS = 1
+    first = [header("p", "concurrent"), ctx("main")]
+    first[0]["task"]["difficulty"] = ""
+    second = [header("p", "sequential"), ctx("main")]
+    second[0]["task"]["prompt_sha256"] = "a" * 64
+    third = [header("p", "concurrent", agent="Other"), ctx("main")]
+    third[0]["task"]["prompt_sha256"] = "b" * 64
+    for name, lines in (("1.jsonl", first), ("2.jsonl", second), ("3.jsonl", third)):
+        write_jsonl(tmp_path / name, lines)
+    report = import_paths(paths=[tmp_path])
+    assert [r.status for r in report.results] == ["imported", "imported", "failed"]
+    assert "prompt_sha256 differs" in report.results[2].message
+    from trajectories.models import Task
+
+    task = Task.objects.get(external_id="p")
+    assert (task.difficulty, task.prompt_sha256) == ("hard", "a" * 64)
