@@ -1,11 +1,16 @@
-"""Import benchmark (`make bench`): throughput and peak memory, with baselines, in one run.
+"""Import benchmark (`make bench`): throughput and peak memory against two baselines, in one run.
 
-Each measurement runs in its own process so its peak RSS is its own (`wait4` rusage):
-  * parse-only  — the same parsers over the same files, no database (the floor);
-  * parallax    — `manage.py import_trajectories` into a fresh database (bulk inserts);
-  * naive       — one ORM `save()` per event, on a sample of runs, scaled per event.
-Set BENCH_DATABASE_URL=postgres://… to import into PostgreSQL instead of a fresh SQLite file.
-Figures go to stdout; copy them into docs/performance.md with the date and machine.
+Data sets (generated once under var/bench/, reused afterwards):
+  * paper   — the study corpus: 2,124 runs (354 tasks × 3 agents × 2 modes), Parallax JSONL;
+  * giant   — one concurrent run with 320 sub-agents and ~225k events (60 MiB);
+  * huge    — one ≥ 1 GiB file (320 sub-agents × 4,000 events, long tool outputs).
+Steps, each in its own process so its peak RSS is its own (`wait4` rusage), each timing its own
+work (process start-up excluded):
+  * parse-only — the same parsers over the same files, no database (the floor);
+  * parallax   — `import_paths` (what every entry point calls) into an empty database;
+  * naive      — one ORM `save()` per event (60 runs of the corpus), per-event rate.
+SQLite by default (a fresh file per data set); BENCH_DATABASE_URL=postgres://… for PostgreSQL
+(flushed before each data set). Copy the printed table into docs/performance.md.
 """
 
 from __future__ import annotations
@@ -20,83 +25,99 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "var" / "bench"
+MiB = 2**20
 
 
-def child(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Run a child process; return (seconds, peak RSS in MiB, stdout)."""
-    start = time.perf_counter()
+def child(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """Run a child process; return (peak RSS in MiB, stdout)."""
     proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"benchmark step failed: {' '.join(args)}\n{out[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024, out
+    return usage.ru_maxrss / 1024, out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--scale", default="paper", choices=("demo", "paper"))
-    parser.add_argument("--naive-runs", type=int, default=60)
-    args = parser.parse_args()
-    corpus = OUT / f"corpus-{args.scale}"
-    env = {**os.environ, "DEBUG": "1", "CELERY_TASK_ALWAYS_EAGER": "1"}
-    if not corpus.exists():
-        child(["manage.py", "generate_corpus", "--scale", args.scale, "--seed", "1", "--out", str(corpus)], env)
-    files = sorted(corpus.glob("*.jsonl*"))
-    size_mb = sum(f.stat().st_size for f in files) / 2**20
+def measured(args: list[str], env: dict[str, str]) -> tuple[int, float, float]:
+    """(events, seconds of work, peak RSS MiB) of a child printing `<events> <seconds>`."""
+    rss, out = child(args, env)
+    events, seconds = out.split()[-2:]
+    return int(events), float(seconds), rss
 
-    db_url = os.environ.get("BENCH_DATABASE_URL")
-    if not db_url:
-        db_file = OUT / "bench.sqlite3"
+
+def datasets(env: dict[str, str], huge_gib: float) -> dict[str, Path]:
+    sets = {"paper": OUT / "corpus-paper", "giant": OUT / "giant-320", "huge": OUT / "huge"}
+    if not sets["paper"].exists():
+        child(["manage.py", "generate_corpus", "--scale", "paper", "--seed", "1", "--out", str(sets["paper"])], env)
+    if not (sets["giant"] / "giant.jsonl").exists():
+        child(["bench/make_giant.py", str(sets["giant"] / "giant.jsonl")], env)
+    if huge_gib > 0 and not (sets["huge"] / "huge.jsonl").exists():
+        per_agent = max(1, int(4000 * huge_gib))
+        child(["bench/make_giant.py", str(sets["huge"] / "huge.jsonl"), "--events-per-agent", str(per_agent),
+               "--text-bytes", "700"], env)  # fmt: skip
+    if huge_gib <= 0:
+        del sets["huge"]
+    return sets
+
+
+def fresh_database(env: dict[str, str]) -> None:
+    url = env["DATABASE_URL"]
+    if url.startswith("sqlite"):
+        path = Path(url.removeprefix("sqlite:///"))
         for suffix in ("", "-wal", "-shm"):
-            Path(f"{db_file}{suffix}").unlink(missing_ok=True)
-        db_url = f"sqlite:///{db_file}"
-    env["DATABASE_URL"] = db_url
-    if db_url.startswith("postgres"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    else:
         child(["manage.py", "flush", "--noinput"], env)
     child(["manage.py", "migrate", "--noinput", "-v0"], env)
 
-    t_parse, rss_parse, out = child(["bench/parse_only.py", str(corpus)], env)
-    events = int(out.split()[0])
-    t_import, rss_import, _ = child(["manage.py", "import_trajectories", str(corpus), "--quiet-ok"], env)
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--huge-gib", type=float, default=1.0, help="size of the huge file (0 to skip it)")
+    parser.add_argument("--naive-runs", type=int, default=60)
+    args = parser.parse_args()
+    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": "bench-" + "x" * 50, "CELERY_TASK_ALWAYS_EAGER": "1"}
+    env["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{OUT / 'bench.sqlite3'}"
+    backend = "PostgreSQL" if env["DATABASE_URL"].startswith("postgres") else "SQLite"
+    sets = datasets(env, args.huge_gib)
 
     sample = OUT / "naive-sample"
     shutil.rmtree(sample, ignore_errors=True)
     sample.mkdir(parents=True)
-    for f in files[: args.naive_runs]:
+    for f in sorted(sets["paper"].glob("*.jsonl*"))[: args.naive_runs]:
         shutil.copy(f, sample / f.name)
-    child(["manage.py", "flush", "--noinput"], env) if db_url.startswith("postgres") else None
-    t_naive, rss_naive, out = child(["bench/naive_import.py", str(sample)], env)
-    naive_events = int(out.split()[0])
+    fresh_database(env)
+    naive_events, naive_s, naive_rss = measured(["bench/naive_import.py", str(sample)], env)
+    naive_rate = naive_events / naive_s
 
-    giant = OUT / "giant"
-    if not (giant / "giant.jsonl").exists():
-        child(["bench/make_giant.py", str(giant / "giant.jsonl")], env)
-    tg_parse, rg_parse, out = child(["bench/parse_only.py", str(giant)], env)
-    giant_events = int(out.split()[0])
-    tg_import, rg_import, _ = child(["manage.py", "import_trajectories", str(giant), "--quiet-ok"], env)
+    started = time.strftime("%Y-%m-%d %H:%M")
+    rows = []
+    for name, folder in sets.items():
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        runs = sum(1 for f in folder.rglob("*.jsonl*"))
+        events, parse_s, parse_rss = measured(["bench/parse_only.py", str(folder)], env)
+        fresh_database(env)
+        imported, import_s, import_rss = measured(["bench/timed_import.py", str(folder)], env)
+        assert imported == events, (imported, events)
+        rows.append((name, runs, events, size, parse_s, parse_rss, import_s, import_rss))
 
-    rate_parse = events / t_parse
-    rate_import = events / t_import
-    rate_naive = naive_events / t_naive
-    backend = db_url.split(":", 1)[0]
-    print(f"corpus: {len(files)} runs, {events:,} events, {size_mb:.1f} MiB ({args.scale} scale); database: {backend}")
-    print(f"{'step':<12}{'events':>12}{'seconds':>10}{'events/s':>12}{'peak RSS MiB':>14}")
-    for name, n, t, rss in (
-        ("parse-only", events, t_parse, rss_parse),
-        ("parallax", events, t_import, rss_import),
-        ("naive ORM", naive_events, t_naive, rss_naive),
-    ):
-        print(f"{name:<12}{n:>12,}{t:>10.1f}{n / t:>12,.0f}{rss:>14.0f}")
+    print(f"\n{backend}, {started}, {os.cpu_count()} CPUs — work time per process, start-up excluded")
     print(
-        f"giant run: {giant_events:,} events in one file; parse-only {tg_parse:.1f} s ({rg_parse:.0f} MiB), "
-        f"parallax {tg_import:.1f} s ({giant_events / tg_import:,.0f} events/s, {rg_import:.0f} MiB) "
-        f"= {tg_import / tg_parse:.1f}x parse-only (process start-up included in both)"
+        "| data set | runs | events | source | parse-only | Parallax import | import ÷ parse | events/s | × naive "
+        "| peak RSS (parse / import) |"
     )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, runs, events, size, parse_s, parse_rss, import_s, import_rss in rows:
+        rate = events / import_s
+        print(
+            f"| {name} | {runs:,} | {events:,} | {size / MiB:,.0f} MiB | {parse_s:.2f} s | {import_s:.2f} s | "
+            f"**{import_s / parse_s:.2f}×** | {rate:,.0f} | **{rate / naive_rate:.0f}×** | "
+            f"{parse_rss:.0f} / {import_rss:.0f} MiB |"
+        )
     print(
-        f"ratios: parallax / parse-only time = {rate_parse / rate_import:.2f}x (target <= 2), "
-        f"parallax / naive speed = {rate_import / rate_naive:.1f}x (target >= 20)"
+        f"naive ORM baseline: {naive_events:,} events of {args.naive_runs} corpus runs in {naive_s:.2f} s = "
+        f"{naive_rate:,.0f} events/s ({naive_rss:.0f} MiB). Targets: import ÷ parse ≤ 2, × naive ≥ 20, "
+        "peak RSS < 300 MiB on the ≥ 1 GiB file."
     )
 
 

@@ -170,37 +170,27 @@ def _datetime_adapter(conn):
 
 
 def insert_runs(runs: Sequence[Run]) -> None:
-    """INSERT new runs, 200 per statement, and set their pks (matched back by content hash)."""
+    """INSERT new runs whose pks were allocated (allocate_ids): COPY on PostgreSQL, else 200 per statement."""
     if not runs:
         return
     conn = connection_for(Run)
     qn = conn.ops.quote_name
-    sql, fields = _insert_sql(Run, False)
-    if conn.vendor == "postgresql":  # ids from the sequence, rows by COPY
-        for run, pk in zip(runs, allocate_ids(Run, len(runs)), strict=True):
-            run.pk = pk
-        columns = ", ".join(qn(c) for c in ("id", *(f.column for f in fields)))
-        with (
-            conn.cursor() as wrapper,
-            wrapper.cursor.copy(f"COPY {qn(Run._meta.db_table)} ({columns}) FROM STDIN") as copy,
-        ):
+    _, fields = _insert_sql(Run, False)
+    columns = ", ".join(qn(c) for c in ("id", *(f.column for f in fields)))
+    table = qn(Run._meta.db_table)
+    if conn.vendor == "postgresql":
+        with conn.cursor() as wrapper, wrapper.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for run in runs:
                 copy.write_row((run.pk, *_values(run, fields, conn, add=True)))
-        for run in runs:
-            run._state.adding = False
-            run._state.db = conn.alias
-        return
-    head, one = sql.split(" VALUES ")
-    by_hash = {run.content_hash: run for run in runs}
-    with conn.cursor() as cursor:
-        for start in range(0, len(runs), 200):
-            chunk = runs[start : start + 200]
-            cursor.execute(
-                f"{head} VALUES {', '.join([one] * len(chunk))} RETURNING {qn('id')}, {qn('content_hash')}",
-                [value for run in chunk for value in _values(run, fields, conn, add=True)],
-            )
-            for pk, digest in cursor.fetchall():
-                by_hash[digest].pk = pk
+    else:
+        one = f"({', '.join(['%s'] * (len(fields) + 1))})"
+        with conn.cursor() as cursor:
+            for start in range(0, len(runs), 200):
+                chunk = runs[start : start + 200]
+                cursor.execute(
+                    f"INSERT INTO {table} ({columns}) VALUES {', '.join([one] * len(chunk))}",
+                    [value for run in chunk for value in (run.pk, *_values(run, fields, conn, add=True))],
+                )
     for run in runs:
         run._state.adding = False
         run._state.db = conn.alias
@@ -210,8 +200,7 @@ def allocate_ids(model: type[models.Model], n: int) -> list[int]:
     """n unused primary keys for `model`, to write rows that reference each other in one go.
 
     PostgreSQL: drawn from the table's sequence. SQLite: the next n after the highest ever
-    handed out — safe because the caller has already written in this transaction, so it holds
-    SQLite's write lock until commit."""
+    handed out, under the write lock, which the caller's transaction then holds until commit."""
     if n <= 0:
         return []
     conn = connection_for(model)
@@ -222,6 +211,10 @@ def allocate_ids(model: type[models.Model], n: int) -> list[int]:
                 [model._meta.db_table, n],
             )
             return [row[0] for row in cursor.fetchall()]
+        # Take SQLite's write lock now (a write statement does, even one that changes nothing),
+        # so that nobody else can insert between reading the highest id and using the next ones.
+        qn = conn.ops.quote_name
+        cursor.execute(f"UPDATE {qn(model._meta.db_table)} SET {qn('id')} = {qn('id')} WHERE {qn('id')} = -1")
     base = _max_id(conn, model)
     return list(range(base + 1, base + n + 1))
 
@@ -308,6 +301,10 @@ class EventSink:
             self.buffer = rows[start : start + FLUSH_ROWS]
             self._flush()
 
+    def send_group(self, events: list[tuple], run_ids: list[int], context_ids: list[int]) -> None:
+        """A group's events (pipeline.py), whose run and context ids are indexes into these lists."""
+        self.send([(run_ids[r[0]], context_ids[r[1]], *r[2:]) for r in events])
+
     def finish(self) -> None:
         self._flush()
 
@@ -334,15 +331,15 @@ class EventSink:
 
 
 class MemorySink:
-    """Keeps a small run's rows for a later group write; context ids are the contexts' positions."""
+    """Keeps a small run's rows for a later group write; context "ids" count from first_context."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_context: int = 0) -> None:
         self.rows: list[tuple] = []
-        self._n = 0
+        self.next_context = first_context
 
     def context_id(self) -> int:
-        self._n += 1
-        return self._n - 1
+        self.next_context += 1
+        return self.next_context - 1
 
     def add(self, row: tuple) -> None:
         self.rows.append(row)
@@ -352,6 +349,10 @@ class MemorySink:
 
     def abort(self) -> None:
         self.rows = []
+
+
+def _contiguous(ids: list[int]) -> bool:
+    return not ids or ids[-1] - ids[0] == len(ids) - 1
 
 
 def _max_id(conn, model: type[models.Model]) -> int:
@@ -370,11 +371,35 @@ def _max_id(conn, model: type[models.Model]) -> int:
         return cursor.fetchone()[0]
 
 
-class _SQLiteSink(EventSink):
-    """Batches go to SQLite as one JSON document each; from the second batch on, a writer thread
-    inserts batch n while the main thread parses batch n + 1 (at most one batch in flight)."""
+@cache
+def _json_insert_sql(model: type[models.Model], columns: tuple[str, ...], overrides: tuple = ()) -> str:
+    """INSERT … SELECT reading rows (JSON arrays, in `columns` order) from json_each(?).
 
-    SQL = None  # built on first use
+    Django stores aware datetimes on SQLite as naive UTC text 'YYYY-MM-DD HH:MM:SS[.ffffff]';
+    orjson writes them as 'YYYY-MM-DDTHH:MM:SS[.ffffff]Z'. `overrides` replace a column's
+    expression (e.g. the run id as a parameter: parameters bind in order of appearance, so the
+    JSON document comes last)."""
+    conn = connection_for(model)
+    qn = conn.ops.quote_name
+    replace = dict(overrides)
+    by_column = {f.column: f for f in model._meta.concrete_fields}
+    picks = []
+    for i, column in enumerate(columns):
+        if column in replace:
+            picks.append(replace[column].format(value=f"value ->> {i}"))
+        elif by_column[column].get_internal_type() == "DateTimeField":
+            picks.append(f"replace(rtrim(value ->> {i}, 'Z'), 'T', ' ')")
+        else:
+            picks.append(f"value ->> {i}")
+    return (
+        f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(c) for c in columns)}) "
+        f"SELECT {', '.join(picks)} FROM json_each(?)"
+    )
+
+
+class _SQLiteSink(EventSink):
+    """Rows go to SQLite as one JSON document per statement, written by a thread: `sqlite3_step`
+    releases the GIL, so the main thread parses on meanwhile (at most one job in flight)."""
 
     def __init__(self, conn, run_id: int):
         super().__init__(conn, run_id)
@@ -382,56 +407,52 @@ class _SQLiteSink(EventSink):
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
 
-    @classmethod
-    def _sql(cls, conn) -> str:
-        if cls.SQL is None:
-            qn = conn.ops.quote_name
-            picks = [
-                # Django stores aware datetimes on SQLite as naive UTC text 'YYYY-MM-DD HH:MM:SS[.ffffff]';
-                # orjson wrote them as 'YYYY-MM-DDTHH:MM:SS[.ffffff]Z'.
-                f"replace(rtrim(value ->> {i}, 'Z'), 'T', ' ')" if column == "timestamp" else f"value ->> {i}"
-                for i, column in enumerate(EVENT_COLUMNS)
-            ]
-            cls.SQL = (
-                f"INSERT INTO {qn(Event._meta.db_table)} ({', '.join(qn(c) for c in EVENT_COLUMNS)}) "
-                f"SELECT {', '.join(picks)} FROM json_each(?)"
-            )
-        return cls.SQL
+    def _job(self, rows: list[tuple]) -> tuple[str, tuple, int]:
+        return _json_insert_sql(Event, EVENT_COLUMNS), (orjson.dumps(rows, option=_JSON_OPTIONS),), len(rows)
 
     def _flush(self) -> None:
         rows, self.buffer = self.buffer, []
         if not rows:
             return
-        payload = orjson.dumps(rows, option=_JSON_OPTIONS)
+        job = self._job(rows)
         self._wait()
         if len(rows) < FLUSH_ROWS and self.thread is None:
-            self._write([(payload, len(rows))])  # a small run: no thread at all
+            self._write([job])  # a small run: no thread at all
             self._raise()
             return
-        self._start([(payload, len(rows))])
+        self._start([job])
 
     def send(self, rows: list[tuple]) -> None:
-        batches = [
-            (
-                orjson.dumps(rows[start : start + FLUSH_ROWS], option=_JSON_OPTIONS),
-                len(rows[start : start + FLUSH_ROWS]),
-            )
-            for start in range(0, len(rows), FLUSH_ROWS)
+        jobs = [self._job(rows[start : start + FLUSH_ROWS]) for start in range(0, len(rows), FLUSH_ROWS)]
+        self._wait()
+        if jobs:
+            self._start(jobs)
+
+    def send_group(self, events: list[tuple], run_ids: list[int], context_ids: list[int]) -> None:
+        """On SQLite the id blocks are contiguous ranges (allocate_ids), so the rows keep their
+        indexes and SQLite adds the first id of each block: no row is rebuilt in Python."""
+        if not (_contiguous(run_ids) and _contiguous(context_ids)):  # pragma: no cover - see allocate_ids
+            super().send_group(events, run_ids, context_ids)
+            return
+        sql = _json_insert_sql(Event, EVENT_COLUMNS, (("run_id", "? + {value}"), ("context_id", "? + {value}")))
+        jobs = [
+            (sql, (run_ids[0], context_ids[0], orjson.dumps(chunk, option=_JSON_OPTIONS)), len(chunk))
+            for chunk in (events[start : start + FLUSH_ROWS] for start in range(0, len(events), FLUSH_ROWS))
         ]
         self._wait()
-        if batches:
-            self._start(batches)
+        if jobs:
+            self._start(jobs)
 
-    def _start(self, batches: list[tuple[bytes, int]]) -> None:
-        self.thread = threading.Thread(target=self._write, args=(batches,), name="parallax-sqlite-writer")
+    def _start(self, jobs: list[tuple[str, tuple, int]]) -> None:
+        self.thread = threading.Thread(target=self._write, args=(jobs,), name="parallax-sqlite-writer")
         self.thread.start()
 
-    def _write(self, batches: list[tuple[bytes, int]]) -> None:
+    def _write(self, jobs: list[tuple[str, tuple, int]]) -> None:
         try:
-            for payload, expected in batches:
-                cursor = self.raw.execute(self._sql(self.conn), (payload,))
+            for sql, params, expected in jobs:
+                cursor = self.raw.execute(sql, params)
                 if cursor.rowcount != expected:  # pragma: no cover - json_each yields every element
-                    raise RuntimeError(f"wrote {cursor.rowcount} of {expected} events")
+                    raise RuntimeError(f"wrote {cursor.rowcount} of {expected} rows")
         except BaseException as exc:  # handed to the main thread by _raise()
             self.error = exc
 

@@ -122,14 +122,20 @@ class GroupImporter:
                 )
         # (the previous group's events may still be being written: no query here)
         plans: list[tuple[int, Plan]] = []
-        for pos, source, _ in group.entries:
+        self._n_contexts = 0
+        for index, (pos, source, _) in enumerate(group.entries):
             if pos not in digests:
                 continue
+            writer = RunWriter(
+                source, digests[pos], self.batch, None, plan_only=True, run_index=index, context_base=self._n_contexts
+            )
             try:
-                writer = RunWriter(source, digests[pos], self.batch, None, plan_only=True)
                 plans.append((pos, writer.plan(parser_for(source.format).parse(source))))
             except FormatError as exc:
                 self._pending_results.append((pos, self.Result(source.name, "failed", message=exc.describe())))
+            if writer.sink is not None:
+                self._n_contexts = writer.sink.next_context  # indexes of failed runs stay unused
+        self._n_runs = len(group.entries)
         return plans
 
     # -- writing ------------------------------------------------------------------------
@@ -194,27 +200,28 @@ class GroupImporter:
     def _store(self, ready: list[tuple[int, Plan]]) -> None:
         if not ready:
             return
-        bulk.insert_runs([plan.run for _, plan in ready])
-        ids = bulk.allocate_ids(AgentContext, sum(len(plan.contexts) for _, plan in ready))
-        contexts: list[bulk.ContextRow] = []
-        events: list[tuple] = []
-        offset = 0
+        run_ids = bulk.allocate_ids(Run, self._n_runs)
+        context_ids = bulk.allocate_ids(AgentContext, self._n_contexts)
         for _, plan in ready:
-            local = ids[offset : offset + len(plan.contexts)]
-            offset += len(plan.contexts)
-            run_id = plan.run.pk
-            contexts.extend(
+            plan.run.pk = run_ids[plan.run_index]
+        bulk.insert_runs([plan.run for _, plan in ready])
+        bulk.insert_contexts(
+            [
                 row._replace(
-                    id=local[row.id], run_id=run_id, parent_id=None if row.parent_id is None else local[row.parent_id]
+                    id=context_ids[row.id],
+                    run_id=run_ids[row.run_id],
+                    parent_id=None if row.parent_id is None else context_ids[row.parent_id],
                 )
+                for _, plan in ready
                 for row in plan.contexts
-            )
-            events.extend([(run_id, local[row[1]], *row[2:]) for row in plan.events])
+            ]
+        )
+        events = [row for _, plan in ready for row in plan.events]
+        for _, plan in ready:
             plan.contexts, plan.events = [], []
-        bulk.insert_contexts(contexts)
         self._written = ready
         self._sink = bulk.event_sink(0)
-        self._sink.send(events)
+        self._sink.send_group(events, run_ids, context_ids)
 
     def _fall_back(self, retry: list[tuple[int, RunSource]]) -> None:
         if self._sink is not None:

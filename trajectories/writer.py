@@ -139,14 +139,15 @@ def _get_or_create_many(model, key: str, wanted: dict[str, dict]) -> dict[str, i
 
 @dataclass(slots=True)
 class Plan:
-    """A validated run held in memory: ids in `contexts` and `events` are placeholders (context
-    positions; run id 0) that `pipeline.write_plans` replaces."""
+    """A validated run held in memory. Its run and context ids are indexes into id blocks that
+    the group write allocates (pipeline.py)."""
 
     source: RunSource
     header: RunHeader
     run: Run
     contexts: list[bulk.ContextRow]
     events: list[tuple]
+    run_index: int
 
 
 @dataclass(slots=True)
@@ -167,10 +168,22 @@ class RunWriter:
     """Streams parser records into the database for one run (inside the caller's transaction)."""
 
     def __init__(
-        self, source: RunSource, digest: str, batch: ImportBatch | None, lookups: Lookups | None, *, plan_only=False
+        self,
+        source: RunSource,
+        digest: str,
+        batch: ImportBatch | None,
+        lookups: Lookups | None,
+        *,
+        plan_only: bool = False,
+        run_index: int = 0,
+        context_base: int = 0,
     ):
-        # plan_only: touch no database at all; `plan()` returns everything to write (see pipeline.py)
+        # plan_only: touch no database at all; `plan()` returns everything to write. Ids in the
+        # plan are indexes into the group's id blocks: this run's index, and its contexts'
+        # indexes from context_base on (see pipeline.py).
         self.plan_only = plan_only
+        self.run_index = run_index
+        self.context_base = context_base
         self.source = source
         self.digest = digest
         self.batch = batch
@@ -208,7 +221,7 @@ class RunWriter:
         if self.run is None:
             raise FormatError("no run header", file=self.source.name)
         run, contexts = self._finish()
-        return Plan(self.source, self.header, run, contexts, self.sink.rows)
+        return Plan(self.source, self.header, run, contexts, self.sink.rows, self.run_index)
 
     def _consume(self, records: Iterator) -> None:
         event = self._event
@@ -232,8 +245,8 @@ class RunWriter:
         name = self.source.name
         if self.plan_only:
             self.run = self._new_run(header)
-            self.run_id = 0  # events carry placeholders, replaced when the plan is written
-            self.sink = bulk.MemorySink()
+            self.run_id = self.run_index
+            self.sink = bulk.MemorySink(self.context_base)
             return
         self.task = task = self.lookups.task(header, name=name)
         agent_id = self.lookups.agent(header)
@@ -343,7 +356,7 @@ class RunWriter:
             rows.append(
                 bulk.ContextRow(
                     id=ctx.pk,
-                    run_id=run.pk,
+                    run_id=self.run_id,
                     parent_id=self.contexts[ctx.parent].pk if ctx.parent else None,
                     external_id=cid[:255],
                     role=rec.role,
