@@ -166,6 +166,12 @@ def agreement(study) -> None:
 def main() -> None:
     study, users = build()
     print(f"\n{connection.vendor}, {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs")
+    # scikit-learn (κ) loads on first use, not at start-up (it would add ~70 MB to every web
+    # process): the first agreement of a process pays for it once. Measured here, then warm.
+    start = time.perf_counter()
+    import sklearn.metrics  # noqa: F401
+
+    print(f"one-off: loading scikit-learn on the first agreement of a process: {time.perf_counter() - start:.2f} s")
     pages(study, users)
     exports(study, users)
     agreement(study)

@@ -351,6 +351,11 @@ class MemorySink:
         self.rows = []
 
 
+def _json_text(rows: list[tuple]) -> str:
+    # As text, not bytes: SQLite's JSON functions read a TEXT argument faster than a BLOB (~10%).
+    return orjson.dumps(rows, option=_JSON_OPTIONS).decode()
+
+
 def _contiguous(ids: list[int]) -> bool:
     return not ids or ids[-1] - ids[0] == len(ids) - 1
 
@@ -408,7 +413,7 @@ class _SQLiteSink(EventSink):
         self.error: BaseException | None = None
 
     def _job(self, rows: list[tuple]) -> tuple[str, tuple, int]:
-        return _json_insert_sql(Event, EVENT_COLUMNS), (orjson.dumps(rows, option=_JSON_OPTIONS),), len(rows)
+        return _json_insert_sql(Event, EVENT_COLUMNS), (_json_text(rows),), len(rows)
 
     def _flush(self) -> None:
         rows, self.buffer = self.buffer, []
@@ -436,7 +441,7 @@ class _SQLiteSink(EventSink):
             return
         sql = _json_insert_sql(Event, EVENT_COLUMNS, (("run_id", "? + {value}"), ("context_id", "? + {value}")))
         jobs = [
-            (sql, (run_ids[0], context_ids[0], orjson.dumps(chunk, option=_JSON_OPTIONS)), len(chunk))
+            (sql, (run_ids[0], context_ids[0], _json_text(chunk)), len(chunk))
             for chunk in (events[start : start + FLUSH_ROWS] for start in range(0, len(events), FLUSH_ROWS))
         ]
         self._wait()
