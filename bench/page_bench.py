@@ -74,7 +74,7 @@ def build():
     users = []
     for name, role in (("ann1", ANNOTATOR), ("ann2", ANNOTATOR), ("ann3", ANNOTATOR), ("senior", ADJUDICATOR)):
         user = User.objects.create_user(name, password="x")
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])  # flush (PostgreSQL) empties it
         users.append(user)
     study = study_create(name="bench", codebook=codebook_load_default(), annotators=users[:3], adjudicator=users[3])
     study_assign(study=study)
