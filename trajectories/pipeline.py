@@ -40,7 +40,7 @@ DUPLICATE_MESSAGE = "already imported (same content)"
 class _Group:
     """Runs parsed and validated, waiting to be written; then written, waiting to commit."""
 
-    entries: list[tuple[int, RunSource, str]] = field(default_factory=list)  # (position, source, digest)
+    entries: list[tuple[int, RunSource]] = field(default_factory=list)  # (position, source)
     nbytes: int = 0
 
 
@@ -67,6 +67,9 @@ class GroupImporter:
         self._written: list[tuple[int, Plan]] = []
         self._pending_results: list[tuple[int, object]] = []
         self._after: list[tuple[int, RunSource]] = []  # second copies, imported alone after the group
+        # size of the id blocks the group being planned needs (run and context indexes)
+        self._n_runs = 0
+        self._n_contexts = 0
 
     # -- driver ------------------------------------------------------------------------
     def run(self) -> None:
@@ -78,9 +81,7 @@ class GroupImporter:
                     self._commit()
                     source = self.sources[position]
                     position += 1
-                    with transaction.atomic():
-                        result = self.run_import(source=source, batch=self.batch, lookups=self.lookups)
-                    self.report(position, result)
+                    self.report(position, self.run_import(source=source, batch=self.batch, lookups=self.lookups))
                     continue
                 plans = self._plan(group)
                 self._commit()
@@ -103,7 +104,7 @@ class GroupImporter:
             size = _size(source)
             if size >= settings.PARALLAX_IMPORT_SMALL_RUN_BYTES:
                 break
-            group.entries.append((position + 1, source, ""))
+            group.entries.append((position + 1, source))
             group.nbytes += size
             position += 1
         return (group if group.entries else None), position
@@ -113,7 +114,7 @@ class GroupImporter:
         from .services import content_hash
 
         digests: dict[int, str] = {}
-        for pos, source, _ in group.entries:
+        for pos, source in group.entries:
             try:
                 digests[pos] = content_hash(source.files, display=source.display)
             except OSError as exc:
@@ -123,7 +124,7 @@ class GroupImporter:
         # (the previous group's events may still be being written: no query here)
         plans: list[tuple[int, Plan]] = []
         self._n_contexts = 0
-        for index, (pos, source, _) in enumerate(group.entries):
+        for index, (pos, source) in enumerate(group.entries):
             if pos not in digests:
                 continue
             writer = RunWriter(
@@ -270,9 +271,7 @@ class GroupImporter:
             self.report(pos, result)
         after, self._after = self._after, []
         for pos, source in sorted(after, key=lambda item: item[0]):
-            with transaction.atomic():
-                result = self.run_import(source=source, batch=self.batch, lookups=self.lookups)
-            self.report(pos, result)
+            self.report(pos, self.run_import(source=source, batch=self.batch, lookups=self.lookups))
 
     def _abandon(self) -> None:
         if self._atomic is not None:
