@@ -238,7 +238,7 @@ def test_runs_commit_in_groups_and_a_crash_reports_nothing_uncommitted(tmp_path,
     assert Event.objects.count() == 0 and Run.objects.count() == 5
 
 
-@pytest.mark.parametrize("refused", ["runs", "events"])
+@pytest.mark.parametrize("refused", ["runs", "events", "tasks"])
 def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypatch, refused):
     """A concurrent import can make the group's INSERT (or its events) fail after the checks
     passed: the group rolls back to its savepoint and each run is imported alone instead."""
@@ -257,6 +257,20 @@ def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypat
             return original(runs)
 
         monkeypatch.setattr(bulk, "insert_runs", refuse_once)
+    elif refused == "tasks":
+        # another import creates the same task between our lookup and our INSERT: a real
+        # IntegrityError, raised inside the ORM's own atomic block (which marks the transaction)
+        from trajectories.models import Task
+
+        original = Task.objects.bulk_create
+
+        def racing_bulk_create(objs, *args, **kwargs):
+            if not calls and objs:
+                calls.append("race")
+                Task.objects.create(benchmark_id=objs[0].benchmark_id, external_id=objs[0].external_id)
+            return original(objs, *args, **kwargs)
+
+        monkeypatch.setattr(Task.objects, "bulk_create", racing_bulk_create)
     else:
         original = bulk.event_sink
 
