@@ -63,7 +63,7 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class ContextSerializer(serializers.ModelSerializer):
-    parent = serializers.CharField(source="parent.external_id", default=None)
+    parent = serializers.CharField(source="parent.external_id", default=None, allow_null=True, read_only=True)
 
     class Meta:
         model = AgentContext

@@ -301,8 +301,12 @@ class EventSink:
             self.buffer = rows[start : start + FLUSH_ROWS]
             self._flush()
 
-    def send_group(self, events: list[tuple], run_ids: list[int], context_ids: list[int]) -> None:
-        """A group's events (pipeline.py), whose run and context ids are indexes into these lists."""
+    def send_group(
+        self, contexts: list[ContextRow], events: list[tuple], run_ids: list[int], context_ids: list[int]
+    ) -> None:
+        """A group's contexts (final ids) and events, whose run and context ids are indexes into
+        run_ids and context_ids (pipeline.py)."""
+        insert_contexts(contexts)
         self.send([(run_ids[r[0]], context_ids[r[1]], *r[2:]) for r in events])
 
     def finish(self) -> None:
@@ -433,14 +437,21 @@ class _SQLiteSink(EventSink):
         if jobs:
             self._start(jobs)
 
-    def send_group(self, events: list[tuple], run_ids: list[int], context_ids: list[int]) -> None:
-        """On SQLite the id blocks are contiguous ranges (allocate_ids), so the rows keep their
-        indexes and SQLite adds the first id of each block: no row is rebuilt in Python."""
+    def send_group(
+        self, contexts: list[ContextRow], events: list[tuple], run_ids: list[int], context_ids: list[int]
+    ) -> None:
+        """Everything in the writer thread. On SQLite the id blocks are contiguous ranges
+        (allocate_ids), so event rows keep their indexes and SQLite adds the first id of each
+        block: no row is rebuilt in Python."""
         if not (_contiguous(run_ids) and _contiguous(context_ids)):  # pragma: no cover - see allocate_ids
-            super().send_group(events, run_ids, context_ids)
+            super().send_group(contexts, events, run_ids, context_ids)
             return
+        jobs = []
+        if contexts:
+            sql = _json_insert_sql(AgentContext, ContextRow._fields)
+            jobs.append((sql, (_json_text([tuple(c) for c in contexts]),), len(contexts)))
         sql = _json_insert_sql(Event, EVENT_COLUMNS, (("run_id", "? + {value}"), ("context_id", "? + {value}")))
-        jobs = [
+        jobs += [
             (sql, (run_ids[0], context_ids[0], _json_text(chunk)), len(chunk))
             for chunk in (events[start : start + FLUSH_ROWS] for start in range(0, len(events), FLUSH_ROWS))
         ]

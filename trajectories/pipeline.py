@@ -206,23 +206,21 @@ class GroupImporter:
         for _, plan in ready:
             plan.run.pk = run_ids[plan.run_index]
         bulk.insert_runs([plan.run for _, plan in ready])
-        bulk.insert_contexts(
-            [
-                row._replace(
-                    id=context_ids[row.id],
-                    run_id=run_ids[row.run_id],
-                    parent_id=None if row.parent_id is None else context_ids[row.parent_id],
-                )
-                for _, plan in ready
-                for row in plan.contexts
-            ]
-        )
+        contexts = [
+            row._replace(
+                id=context_ids[row.id],
+                run_id=run_ids[row.run_id],
+                parent_id=None if row.parent_id is None else context_ids[row.parent_id],
+            )
+            for _, plan in ready
+            for row in plan.contexts
+        ]
         events = [row for _, plan in ready for row in plan.events]
         for _, plan in ready:
             plan.contexts, plan.events = [], []
         self._written = ready
         self._sink = bulk.event_sink(0)
-        self._sink.send_group(events, run_ids, context_ids)
+        self._sink.send_group(contexts, events, run_ids, context_ids)
 
     def _fall_back(self, retry: list[tuple[int, RunSource]]) -> None:
         if self._sink is not None:

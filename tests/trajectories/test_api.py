@@ -76,3 +76,15 @@ def test_import_bad_format_choice(admin_user, tmp_path):
 def test_schema_is_served(adjudicator):
     response = api(adjudicator).get("/api/schema/")
     assert response.status_code == 200 and b"/api/runs/" in response.content
+
+
+def test_schema_says_what_a_main_context_returns_for_its_parent(adjudicator, tmp_path):
+    """Found by schemathesis: the main context's `parent` is null, which the schema did not allow."""
+    import yaml
+
+    schema = yaml.safe_load(api(adjudicator).get("/api/schema/").content)
+    assert schema["components"]["schemas"]["Context"]["properties"]["parent"].get("nullable") is True
+    import_paths(paths=[write_jsonl(tmp_path / "r.jsonl", simple_run("schema", n_sub=1))])
+    run = Run.objects.get(task__external_id="schema")
+    contexts = {c["external_id"]: c for c in api(adjudicator).get(f"/api/runs/{run.pk}/").json()["contexts"]}
+    assert contexts["main"]["parent"] is None and contexts["sub-0"]["parent"] == "main"

@@ -64,13 +64,14 @@ def test_rows_read_back_exactly(tmp_path, flush_rows, monkeypatch):
     report = import_paths(paths=[write_jsonl(tmp_path / "wide.jsonl", lines)])
     assert report.count("imported") == 1, report.results[0].message
     if connection.vendor == "sqlite":
-        # 99 events. Grouped: all batches in the writer thread while the next group is parsed.
-        # Streamed: full batches in the writer thread, the last partial one from the main thread.
+        # 99 events. Grouped: the contexts and every event batch in the writer thread, while the
+        # next group is parsed. Streamed: full batches in the writer thread, the last partial one
+        # from the main thread.
         assert (
             writers
             == {
-                "grouped": [("parallax-sqlite-writer", 1)],
-                "grouped in batches": [("parallax-sqlite-writer", 15)],
+                "grouped": [("parallax-sqlite-writer", 2)],  # contexts, events
+                "grouped in batches": [("parallax-sqlite-writer", 16)],  # contexts, 15 event batches
                 "streamed": [("MainThread", 1)],
                 "streamed in batches": [("parallax-sqlite-writer", 1)] * 14 + [("MainThread", 1)],
             }[flush_rows]
