@@ -128,7 +128,11 @@ def insert_contexts(rows: Sequence[ContextRow]) -> None:
     qn = conn.ops.quote_name
     table, columns = qn(AgentContext._meta.db_table), ", ".join(qn(c) for c in ContextRow._fields)
     if conn.vendor == "postgresql":
-        with conn.cursor() as wrapper, wrapper.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        with (
+            conn.wrap_database_errors,
+            conn.cursor() as wrapper,
+            wrapper.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+        ):
             for r in rows:
                 copy.write_row((*r[:10], orjson.dumps(r.files_touched).decode(), r.depth, r.position))
         return
@@ -179,7 +183,11 @@ def insert_runs(runs: Sequence[Run]) -> None:
     columns = ", ".join(qn(c) for c in ("id", *(f.column for f in fields)))
     table = qn(Run._meta.db_table)
     if conn.vendor == "postgresql":
-        with conn.cursor() as wrapper, wrapper.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        with (
+            conn.wrap_database_errors,  # psycopg's own cursor raises psycopg errors; callers catch Django's
+            conn.cursor() as wrapper,
+            wrapper.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+        ):
             for run in runs:
                 copy.write_row((run.pk, *_values(run, fields, conn, add=True)))
     else:

@@ -239,7 +239,7 @@ def test_runs_commit_in_groups_and_a_crash_reports_nothing_uncommitted(tmp_path,
     assert Event.objects.count() == 0 and Run.objects.count() == 5
 
 
-@pytest.mark.parametrize("refused", ["runs", "events", "tasks"])
+@pytest.mark.parametrize("refused", ["runs", "events", "tasks", "run ids"])
 def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypatch, refused):
     """A concurrent import can make the group's INSERT (or its events) fail after the checks
     passed: the group rolls back to its savepoint and each run is imported alone instead."""
@@ -258,6 +258,19 @@ def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypat
             return original(runs)
 
         monkeypatch.setattr(bulk, "insert_runs", refuse_once)
+    elif refused == "run ids":
+        # a real primary-key collision raised by the database itself (COPY on PostgreSQL)
+        taken = import_paths(paths=[write_jsonl(tmp_path / "x" / "taken.jsonl", [header(task="x"), ctx("main")])])
+        original = bulk.allocate_ids
+
+        def colliding(model, n):
+            ids = original(model, n)
+            if model is Run and not calls:
+                calls.append("collide")
+                ids[0] = taken.results[0].run_id
+            return ids
+
+        monkeypatch.setattr(bulk, "allocate_ids", colliding)
     elif refused == "tasks":
         # another import creates the same task between our lookup and our INSERT: a real
         # IntegrityError, raised inside the ORM's own atomic block (which marks the transaction)
@@ -288,9 +301,11 @@ def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypat
             return sink
 
         monkeypatch.setattr(bulk, "event_sink", sink_refusing_once)
-    report = import_paths(paths=[tmp_path])
+    report = import_paths(paths=[tmp_path / f"r{i}.jsonl" for i in range(3)])
     assert [r.status for r in report.results] == ["imported"] * 3, [r.message for r in report.results]
-    assert calls and Run.objects.count() == 3 and Event.objects.count() == 2 and AgentContext.objects.count() == 4
+    before = 1 if refused == "run ids" else 0
+    assert calls and Run.objects.count() == 3 + before
+    assert Event.objects.count() == 2 and AgentContext.objects.count() == 4 + before
 
 
 @pytest.mark.parametrize("one_group", [True, False])
