@@ -267,13 +267,13 @@ def clashing_run(*, task_id: int, agent_id: int, mode: str, exclude: int | None)
 # -- events ------------------------------------------------------------------------------------
 
 
-def event_sink(run_id: int) -> EventSink:
+def event_sink() -> EventSink:
     conn = connection_for(Event)
     if conn.vendor == "postgresql":
-        return _PostgresSink(conn, run_id)
+        return _PostgresSink(conn)
     if conn.vendor == "sqlite":
-        return _SQLiteSink(conn, run_id)
-    return EventSink(conn, run_id)
+        return _SQLiteSink(conn)
+    return EventSink(conn)
 
 
 class EventSink:
@@ -285,9 +285,8 @@ class EventSink:
     query on it until `finish()` or `abort()` has returned.
     """
 
-    def __init__(self, conn, run_id: int):
+    def __init__(self, conn):
         self.conn = conn
-        self.run_id = run_id
         self.buffer: list[tuple] = []
         self._next_id: int | None = None
 
@@ -418,8 +417,8 @@ class _SQLiteSink(EventSink):
     """Rows go to SQLite as one JSON document per statement, written by a thread: `sqlite3_step`
     releases the GIL, so the main thread parses on meanwhile (at most one job in flight)."""
 
-    def __init__(self, conn, run_id: int):
-        super().__init__(conn, run_id)
+    def __init__(self, conn):
+        super().__init__(conn)
         self.raw = conn.connection  # the sqlite3 connection (Django opens it with check_same_thread=False)
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
@@ -507,8 +506,8 @@ class _SQLiteSink(EventSink):
 class _PostgresSink(EventSink):
     """One COPY stays open while the run streams; it closes only to draw more context ids."""
 
-    def __init__(self, conn, run_id: int):
-        super().__init__(conn, run_id)
+    def __init__(self, conn):
+        super().__init__(conn)
         self.ids: list[int] = []
         self.cursor = None
         self.copy_cm = None
@@ -516,13 +515,8 @@ class _PostgresSink(EventSink):
 
     def context_id(self) -> int:
         if not self.ids:
-            self._close()
-            with self.conn.cursor() as cursor:
-                cursor.execute(
-                    "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-                    [AgentContext._meta.db_table, ID_BLOCK],
-                )
-                self.ids = [row[0] for row in cursor.fetchall()][::-1]
+            self._close()  # no other statement while a COPY is open
+            self.ids = allocate_ids(AgentContext, ID_BLOCK)[::-1]
         return self.ids.pop()
 
     def add(self, row: tuple) -> None:

@@ -219,7 +219,7 @@ class GroupImporter:
         for _, plan in ready:
             plan.contexts, plan.events = [], []
         self._written = ready
-        self._sink = bulk.event_sink(0)
+        self._sink = bulk.event_sink()
         self._sink.send_group(contexts, events, run_ids, context_ids)
 
     def _fall_back(self, retry: list[tuple[int, RunSource]]) -> None:

@@ -256,7 +256,7 @@ class RunWriter:
         self.run.task, self.run.agent_id = task, agent_id
         bulk.insert(self.run)
         self.run_id = self.run.pk
-        self.sink = bulk.event_sink(self.run_id)
+        self.sink = bulk.event_sink()
 
     def _new_run(self, header: RunHeader) -> Run:
         return Run(
