@@ -31,9 +31,7 @@ from . import bulk
 from .formats.detect import parser_for
 from .formats.records import FormatError, RunSource
 from .models import AgentContext, ImportBatch, Run
-from .writer import Lookups, Plan, RunWriter
-
-DUPLICATE_MESSAGE = "already imported (same content)"
+from .writer import DUPLICATE_MESSAGE, Lookups, Plan, RunResult, RunWriter, clash_error, content_hash, unreadable
 
 
 @dataclass
@@ -52,13 +50,11 @@ class GroupImporter:
         batch: ImportBatch | None,
         report: Callable,  # (position, RunResult) → None, called once the result is committed
         run_import: Callable,  # services.run_import, for large runs and fallbacks
-        result_type: type,
     ):
         self.sources = sources
         self.batch = batch
         self.report = report
         self.run_import = run_import
-        self.Result = result_type
         self.lookups = Lookups()
         # state of the group written but not yet committed
         self._atomic = None
@@ -111,16 +107,12 @@ class GroupImporter:
 
     # -- planning (no database) ---------------------------------------------------------
     def _plan(self, group: _Group) -> list[tuple[int, Plan]]:
-        from .services import content_hash
-
         digests: dict[int, str] = {}
         for pos, source in group.entries:
             try:
                 digests[pos] = content_hash(source.files, display=source.display)
             except OSError as exc:
-                self._pending_results.append(
-                    (pos, self.Result(source.name, "failed", message=f"{source.name}: cannot read ({exc})"))
-                )
+                self._pending_results.append((pos, unreadable(source, exc)))
         # (the previous group's events may still be being written: no query here)
         plans: list[tuple[int, Plan]] = []
         self._n_contexts = 0
@@ -133,7 +125,7 @@ class GroupImporter:
             try:
                 plans.append((pos, writer.plan(parser_for(source.format).parse(source))))
             except FormatError as exc:
-                self._pending_results.append((pos, self.Result(source.name, "failed", message=exc.describe())))
+                self._pending_results.append((pos, RunResult(source.name, "failed", message=exc.describe())))
             if writer.sink is not None:
                 self._n_contexts = writer.sink.next_context  # indexes of failed runs stay unused
         self._n_runs = len(group.entries)
@@ -166,15 +158,13 @@ class GroupImporter:
         for pos, plan in plans:
             name, digest = plan.source.name, plan.run.content_hash
             if digest in existing:
-                results.append(
-                    (pos, self.Result(name, "duplicate", run_id=existing[digest], message=DUPLICATE_MESSAGE))
-                )
+                results.append((pos, RunResult(name, "duplicate", run_id=existing[digest], message=DUPLICATE_MESSAGE)))
                 continue
             try:
                 task = self.lookups.task(plan.header, name=name)
                 agent_id = self.lookups.agent(plan.header)
             except FormatError as exc:
-                results.append((pos, self.Result(name, "failed", message=exc.describe())))
+                results.append((pos, RunResult(name, "failed", message=exc.describe())))
                 continue
             plan.run.task, plan.run.agent_id = task, agent_id
             key = (task.pk, agent_id, plan.run.mode)
@@ -190,12 +180,10 @@ class GroupImporter:
             if clash is None:
                 kept.append((pos, plan))
                 continue
-            error = FormatError(
-                f"a {plan.run.mode} run of {plan.run.task} by {plan.header.agent} is already stored "
-                f"(run #{clash[0]} from {clash[1]}); delete it first to replace it",
-                file=plan.source.name,
+            error = clash_error(
+                task=plan.run.task, agent=plan.header.agent, mode=plan.run.mode, clash=clash, file=plan.source.name
             )
-            results.append((pos, self.Result(plan.source.name, "failed", message=error.describe())))
+            results.append((pos, RunResult(plan.source.name, "failed", message=error.describe())))
         return kept, results, later
 
     def _store(self, ready: list[tuple[int, Plan]]) -> None:
@@ -245,9 +233,7 @@ class GroupImporter:
             self._pending_results.append(
                 (
                     pos,
-                    self.Result(
-                        plan.source.name, "imported", run_id=run.pk, warnings=run.warnings, events=run.n_events
-                    ),
+                    RunResult(plan.source.name, "imported", run_id=run.pk, warnings=run.warnings, events=run.n_events),
                 )
             )
         self.lookups.keep()

@@ -6,11 +6,10 @@ Every entry point (management command, upload page, API, Celery task) calls
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,29 +24,9 @@ from .formats.records import (
     RunSource,
 )
 from .models import ImportBatch, Run
-from .writer import Lookups, RunWriter
+from .writer import DUPLICATE_MESSAGE, Lookups, RunResult, RunWriter, content_hash, unreadable
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class RunResult:
-    source: str
-    status: str  # imported | duplicate | failed
-    run_id: int | None = None
-    message: str = ""
-    warnings: list[str] = field(default_factory=list)
-    events: int = 0
-
-    def as_dict(self) -> dict:
-        return {
-            "source": self.source,
-            "status": self.status,
-            "run_id": self.run_id,
-            "message": self.message,
-            "warnings": self.warnings,
-            "events": self.events,
-        }
 
 
 @dataclass
@@ -62,28 +41,16 @@ class ImportReport:
         return sum(r.events for r in self.results)
 
 
-def content_hash(files: Iterable[Path], *, display: Callable[[Path], str]) -> str:
-    """sha256 over (name, bytes) of every file of a run, streamed."""
-    digest = hashlib.sha256()
-    for path in sorted(files, key=display):
-        digest.update(display(path).encode() + b"\0")
-        with path.open("rb") as handle:
-            while chunk := handle.read(1024 * 1024):
-                digest.update(chunk)
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
 def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: Lookups | None = None) -> RunResult:
     """Import one run in one transaction (a savepoint inside an outer one). Bad input stores
     nothing of that run. `lookups` carries benchmark/task/agent ids from run to run."""
     try:
         digest = content_hash(source.files, display=source.display)
     except OSError as exc:
-        return RunResult(source.name, "failed", message=f"{source.name}: cannot read ({exc})")
+        return unreadable(source, exc)
     existing = bulk.run_with_hash(digest)
     if existing is not None:
-        return RunResult(source.name, "duplicate", run_id=existing, message=pipeline.DUPLICATE_MESSAGE)
+        return RunResult(source.name, "duplicate", run_id=existing, message=DUPLICATE_MESSAGE)
     lookups = lookups or Lookups()
     try:
         with transaction.atomic():
@@ -96,7 +63,7 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
         # Another import of the same content won the race: that is a duplicate, not an error.
         existing = Run.objects.filter(content_hash=digest).values_list("pk", flat=True).first()
         if existing is not None:
-            return RunResult(source.name, "duplicate", run_id=existing, message=pipeline.DUPLICATE_MESSAGE)
+            return RunResult(source.name, "duplicate", run_id=existing, message=DUPLICATE_MESSAGE)
         return RunResult(source.name, "failed", message=f"{source.name}: database rejected the run ({exc})")
     except BaseException:
         lookups.forget()
@@ -151,9 +118,7 @@ def import_paths(
             if on_result is not None:
                 on_result(result, len(results), total)
 
-        pipeline.GroupImporter(
-            sources=found.sources, batch=batch, report=record, run_import=run_import, result_type=RunResult
-        ).run()
+        pipeline.GroupImporter(sources=found.sources, batch=batch, report=record, run_import=run_import).run()
         report.results.extend(result for _, result in sorted(results, key=lambda item: item[0]))
         if not found.sources and batch_warnings:
             report.results.append(RunResult("bundle", "failed", message="no runs found", warnings=batch_warnings))

@@ -1,4 +1,5 @@
-"""Writes one parsed run: parser records in, Run + AgentContext + Event rows out.
+"""Writes one parsed run: parser records in, Run + AgentContext + Event rows out; and what every
+import path says about a run (its RunResult, content hash, clash and read errors).
 
 Called by `services.run_import` inside the run's own transaction (or savepoint); it raises
 `FormatError` for input that cannot be stored, and the caller rolls the run back.
@@ -8,9 +9,11 @@ task and agent ids for the length of an import.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from . import bulk, metrics
 from .formats.records import (
@@ -28,6 +31,54 @@ from .formats.records import (
 from .models import AgentSystem, Benchmark, ImportBatch, Run, Task
 
 _FILE_KINDS = frozenset(("file_write", "tool_call"))
+
+
+@dataclass
+class RunResult:
+    source: str
+    status: str  # imported | duplicate | failed
+    run_id: int | None = None
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    events: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "source": self.source,
+            "status": self.status,
+            "run_id": self.run_id,
+            "message": self.message,
+            "warnings": self.warnings,
+            "events": self.events,
+        }
+
+
+DUPLICATE_MESSAGE = "already imported (same content)"
+
+
+def unreadable(source: RunSource, exc: OSError) -> RunResult:
+    return RunResult(source.name, "failed", message=f"{source.name}: cannot read ({exc})")
+
+
+def content_hash(files: Iterable[Path], *, display: Callable[[Path], str]) -> str:
+    """sha256 over (name, bytes) of every file of a run, streamed."""
+    digest = hashlib.sha256()
+    for path in sorted(files, key=display):
+        digest.update(display(path).encode() + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(1024 * 1024):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def clash_error(*, task: Task, agent: str, mode: str, clash: tuple[int, str], file: str) -> FormatError:
+    """The (task, agent, mode) slot is taken: name the stored run, so the user can replace it."""
+    return FormatError(
+        f"a {mode} run of {task} by {agent} is already stored (run #{clash[0]} from {clash[1]}); "
+        "delete it first to replace it",
+        file=file,
+    )
 
 
 class Lookups:
@@ -400,11 +451,7 @@ class RunWriter:
         clash = bulk.clashing_run(task_id=self.task.pk, agent_id=agent_id, mode=mode, exclude=exclude)
         if clash:
             agent = AgentSystem.objects.only("name").get(pk=agent_id)
-            raise FormatError(
-                f"a {mode} run of {self.task} by {agent.name} is already stored (run #{clash[0]} from {clash[1]}); "
-                "delete it first to replace it",
-                file=self.source.name,
-            )
+            raise clash_error(task=self.task, agent=agent.name, mode=mode, clash=clash, file=self.source.name)
 
     def _interval(self, ctx: bulk.ContextRow, run_end: datetime | None) -> tuple[float, float] | None:
         start, end = ctx.started_at, ctx.ended_at
