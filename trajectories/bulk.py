@@ -18,14 +18,16 @@ Events go through an `EventSink`, one per run:
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from typing import NamedTuple
 
 import orjson
 from django.db import connections, models, router
+from psycopg.copy import QueuedLibpqWriter
 
 from .models import AgentContext, Event, Run
 
@@ -82,12 +84,52 @@ def _values(obj: models.Model, fields: Sequence[models.Field], conn, *, add: boo
     """What `save()` would send for each field: `pre_save` (auto_now_add …), then the field's own
     conversion, skipped for the types whose Python value is already the database value."""
     values = []
-    for f in fields:
+    for f, convert in _converters(tuple(fields), conn):
         value = f.pre_save(obj, add)
-        if value is not None and f.get_internal_type() not in _PLAIN:
-            value = f.get_db_prep_save(value, conn)
+        if value is not None and convert is not None:
+            value = convert(value)
         values.append(value)
     return values
+
+
+def _converters(fields: tuple[models.Field, ...], conn) -> list[tuple[models.Field, Callable | None]]:
+    """Each field with the conversion its values need (None: the Python value as it is);
+    DateTimeFields go through `_datetime_adapter`'s shortcut."""
+    key = (fields, conn.alias, conn.vendor)
+    found = _CONVERTERS.get(key)
+    if found is None:
+        found = []
+        for f in fields:
+            kind = f.get_internal_type()
+            if kind in _PLAIN:
+                found.append((f, None))
+            elif kind == "DateTimeField":
+                found.append((f, _datetime_converter(f, conn)))
+            else:
+                found.append((f, partial(_prep_save, f, conn)))
+        _CONVERTERS[key] = found
+    return found
+
+
+def _prep_save(field: models.Field, conn, value):
+    return field.get_db_prep_save(value, conn)
+
+
+def _datetime_converter(field: models.Field, conn) -> Callable:
+    """get_db_prep_save, with the shortcut of `_datetime_adapter` for aware UTC values on SQLite."""
+    slow = partial(_prep_save, field, conn)
+    if conn.vendor != "sqlite" or conn.timezone_name != "UTC":
+        return slow
+
+    def convert(value):
+        if value.tzinfo is UTC:
+            return str(value.replace(tzinfo=None))
+        return slow(value)
+
+    return convert
+
+
+_CONVERTERS: dict[tuple, list] = {}
 
 
 def insert(obj: models.Model) -> None:
@@ -178,27 +220,48 @@ def insert_runs(runs: Sequence[Run]) -> None:
     if not runs:
         return
     conn = connection_for(Run)
-    qn = conn.ops.quote_name
-    _, fields = _insert_sql(Run, False)
-    columns = ", ".join(qn(c) for c in ("id", *(f.column for f in fields)))
-    table = qn(Run._meta.db_table)
     if conn.vendor == "postgresql":
+        _, fields = _insert_sql(Run, False)
         with (
             conn.wrap_database_errors,  # psycopg's own cursor raises psycopg errors; callers catch Django's
             conn.cursor() as wrapper,
-            wrapper.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+            wrapper.cursor.copy(f"COPY {_runs_table(conn)} FROM STDIN") as copy,
         ):
             for run in runs:
                 copy.write_row((run.pk, *_values(run, fields, conn, add=True)))
     else:
-        one = f"({', '.join(['%s'] * (len(fields) + 1))})"
         with conn.cursor() as cursor:
-            for start in range(0, len(runs), 200):
-                chunk = runs[start : start + 200]
-                cursor.execute(
-                    f"INSERT INTO {table} ({columns}) VALUES {', '.join([one] * len(chunk))}",
-                    [value for run in chunk for value in (run.pk, *_values(run, fields, conn, add=True))],
-                )
+            for sql, params, _ in _run_statements(runs, conn, "%s"):
+                cursor.execute(sql, params)
+    _stored(runs, conn)
+
+
+def _runs_table(conn) -> str:
+    """The run table with its column list, the primary key first."""
+    qn = conn.ops.quote_name
+    _, fields = _insert_sql(Run, False)
+    return f"{qn(Run._meta.db_table)} ({', '.join(qn(c) for c in ('id', *(f.column for f in fields)))})"
+
+
+def _run_statements(runs: Sequence[Run], conn, mark: str) -> list[tuple[str, list, int]]:
+    """Multi-row INSERTs of new runs, 200 per statement: (sql, params, rows); `mark` is the
+    driver's parameter marker."""
+    _, fields = _insert_sql(Run, False)
+    one = f"({', '.join([mark] * (len(fields) + 1))})"
+    statements = []
+    for start in range(0, len(runs), 200):
+        chunk = runs[start : start + 200]
+        statements.append(
+            (
+                f"INSERT INTO {_runs_table(conn)} VALUES {', '.join([one] * len(chunk))}",
+                [value for run in chunk for value in (run.pk, *_values(run, fields, conn, add=True))],
+                len(chunk),
+            )
+        )
+    return statements
+
+
+def _stored(runs: Sequence[Run], conn) -> None:
     for run in runs:
         run._state.adding = False
         run._state.db = conn.alias
@@ -267,6 +330,35 @@ def clashing_run(*, task_id: int, agent_id: int, mode: str, exclude: int | None)
 # -- events ------------------------------------------------------------------------------------
 
 
+_handoff_lock = threading.Lock()
+_handoff_users = 0
+_handoff_previous = 0.005
+HANDOFF_SECONDS = 0.0005
+
+
+@contextlib.contextmanager
+def quick_handoff():
+    """While an import runs, a thread waiting for the GIL gets it within 0.5 ms, not Python's 5 ms.
+
+    The event writers (the SQLite writer thread, psycopg's COPY writer) release the GIL while the
+    database works and need it back for a moment between statements; the parsing thread holds it
+    almost all the time, so each statement used to cost the writer up to one switch interval of
+    waiting. The interval is process-wide, so it is restored when the last import ends."""
+    global _handoff_users, _handoff_previous
+    with _handoff_lock:
+        if _handoff_users == 0:
+            _handoff_previous = sys.getswitchinterval()
+            sys.setswitchinterval(min(_handoff_previous, HANDOFF_SECONDS))
+        _handoff_users += 1
+    try:
+        yield
+    finally:
+        with _handoff_lock:
+            _handoff_users -= 1
+            if _handoff_users == 0:
+                sys.setswitchinterval(_handoff_previous)
+
+
 def event_sink() -> EventSink:
     conn = connection_for(Event)
     if conn.vendor == "postgresql":
@@ -309,11 +401,17 @@ class EventSink:
             self._flush()
 
     def send_group(
-        self, contexts: list[ContextRow], events: list[tuple], run_ids: list[int], context_ids: list[int]
+        self,
+        runs: list[Run],
+        contexts: list[ContextRow],
+        events: list[tuple],
+        run_ids: list[int],
+        context_ids: list[int],
     ) -> None:
-        """A group's contexts (final ids) and events, whose run and context ids are indexes into
-        run_ids and context_ids (pipeline.py)."""
-        insert_contexts(contexts)
+        """A group's new runs (ids set) and its contexts and events, whose own, run and parent
+        ids are indexes into run_ids and context_ids (pipeline.py)."""
+        insert_runs(runs)
+        insert_contexts(_with_ids(contexts, run_ids, context_ids))
         self.send([(run_ids[r[0]], context_ids[r[1]], *r[2:]) for r in events])
 
     def finish(self) -> None:
@@ -341,25 +439,35 @@ class EventSink:
             )
 
 
+def _with_ids(contexts: list[ContextRow], run_ids: list[int], context_ids: list[int]) -> list[ContextRow]:
+    """A group's context rows with their allocated ids in place of their indexes."""
+    return [
+        row._replace(
+            id=context_ids[row.id],
+            run_id=run_ids[row.run_id],
+            parent_id=None if row.parent_id is None else context_ids[row.parent_id],
+        )
+        for row in contexts
+    ]
+
+
 class MemorySink:
     """Keeps a small run's rows for a later group write; context "ids" count from first_context."""
 
     def __init__(self, first_context: int = 0) -> None:
         self.rows: list[tuple] = []
+        self.add = self.rows.append
         self.next_context = first_context
 
     def context_id(self) -> int:
         self.next_context += 1
         return self.next_context - 1
 
-    def add(self, row: tuple) -> None:
-        self.rows.append(row)
-
     def finish(self) -> None:
         pass
 
     def abort(self) -> None:
-        self.rows = []
+        self.rows.clear()
 
 
 def _json_text(rows: list[tuple]) -> str:
@@ -393,8 +501,8 @@ def _json_insert_sql(model: type[models.Model], columns: tuple[str, ...], overri
 
     Django stores aware datetimes on SQLite as naive UTC text 'YYYY-MM-DD HH:MM:SS[.ffffff]';
     orjson writes them as 'YYYY-MM-DDTHH:MM:SS[.ffffff]Z'. `overrides` replace a column's
-    expression (e.g. the run id as a parameter: parameters bind in order of appearance, so the
-    JSON document comes last)."""
+    expression; they may use the named parameters :run and :context (the first run id and the
+    first context id of a group's blocks), and the JSON document is then :rows."""
     conn = connection_for(model)
     qn = conn.ops.quote_name
     replace = dict(overrides)
@@ -407,10 +515,57 @@ def _json_insert_sql(model: type[models.Model], columns: tuple[str, ...], overri
             picks.append(f"replace(rtrim(value ->> {i}, 'Z'), 'T', ' ')")
         else:
             picks.append(f"value ->> {i}")
+    document = ":rows" if replace else "?"
     return (
         f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(c) for c in columns)}) "
-        f"SELECT {', '.join(picks)} FROM json_each(?)"
+        f"SELECT {', '.join(picks)} FROM json_each({document})"
     )
+
+
+_Job = tuple[str, Sequence | dict, int]  # SQL, its parameters, the rows it must write
+
+
+class _Background:
+    """Runs a list of statements in a thread (at most one list in flight) while the importer
+    parses on: the database driver releases the GIL while the database works. `execute(sql,
+    params)` returns the rows written; an error is raised in the importer's thread by `wait()`,
+    as Django's own exception class."""
+
+    def __init__(self, conn, execute: Callable[[str, Sequence | dict], int], name: str):
+        self.conn = conn
+        self.execute = execute
+        self.name = name
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def start(self, jobs: list[_Job]) -> None:
+        self.wait()
+        self.thread = threading.Thread(target=self.run, args=(jobs,), name=self.name)
+        self.thread.start()
+
+    def run(self, jobs: list[_Job]) -> None:
+        try:
+            for sql, params, expected in jobs:
+                written = self.execute(sql, params)
+                if written != expected:  # pragma: no cover - the JSON functions yield every element
+                    raise RuntimeError(f"wrote {written} of {expected} rows")
+        except BaseException as exc:  # handed to the importer's thread by wait()
+            self.error = exc
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+        if self.error is not None:
+            error, self.error = self.error, None
+            with self.conn.wrap_database_errors:  # sqlite3/psycopg errors → django.db errors
+                raise error
+
+    def abort(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+        self.error = None
 
 
 class _SQLiteSink(EventSink):
@@ -419,11 +574,10 @@ class _SQLiteSink(EventSink):
 
     def __init__(self, conn):
         super().__init__(conn)
-        self.raw = conn.connection  # the sqlite3 connection (Django opens it with check_same_thread=False)
-        self.thread: threading.Thread | None = None
-        self.error: BaseException | None = None
+        raw = conn.connection  # the sqlite3 connection (Django opens it with check_same_thread=False)
+        self.writer = _Background(conn, lambda sql, params: raw.execute(sql, params).rowcount, "parallax-sqlite-writer")
 
-    def _job(self, rows: list[tuple]) -> tuple[str, tuple, int]:
+    def _job(self, rows: list[tuple]) -> _Job:
         return _json_insert_sql(Event, EVENT_COLUMNS), (_json_text(rows),), len(rows)
 
     def _flush(self) -> None:
@@ -431,76 +585,54 @@ class _SQLiteSink(EventSink):
         if not rows:
             return
         job = self._job(rows)
-        self._wait()
-        if len(rows) < FLUSH_ROWS and self.thread is None:
-            self._write([job])  # a small run: no thread at all
-            self._raise()
+        self.writer.wait()
+        if len(rows) < FLUSH_ROWS:
+            self.writer.run([job])  # a small run (or its last rows): no thread at all
+            self.writer.wait()
             return
-        self._start([job])
+        self.writer.start([job])
 
     def send(self, rows: list[tuple]) -> None:
         jobs = [self._job(rows[start : start + FLUSH_ROWS]) for start in range(0, len(rows), FLUSH_ROWS)]
-        self._wait()
         if jobs:
-            self._start(jobs)
+            self.writer.start(jobs)
 
     def send_group(
-        self, contexts: list[ContextRow], events: list[tuple], run_ids: list[int], context_ids: list[int]
+        self,
+        runs: list[Run],
+        contexts: list[ContextRow],
+        events: list[tuple],
+        run_ids: list[int],
+        context_ids: list[int],
     ) -> None:
         """Everything in the writer thread. On SQLite the id blocks are contiguous ranges
         (allocate_ids), so event rows keep their indexes and SQLite adds the first id of each
         block: no row is rebuilt in Python."""
         if not (_contiguous(run_ids) and _contiguous(context_ids)):  # pragma: no cover - see allocate_ids
-            super().send_group(contexts, events, run_ids, context_ids)
+            super().send_group(runs, contexts, events, run_ids, context_ids)
             return
-        jobs = []
+        jobs = _run_statements(runs, self.conn, "?")
+        _stored(runs, self.conn)
         if contexts:
-            sql = _json_insert_sql(AgentContext, ContextRow._fields)
-            jobs.append((sql, (_json_text([tuple(c) for c in contexts]),), len(contexts)))
-        sql = _json_insert_sql(Event, EVENT_COLUMNS, (("run_id", "? + {value}"), ("context_id", "? + {value}")))
-        jobs += [
-            (sql, (run_ids[0], context_ids[0], _json_text(chunk)), len(chunk))
-            for chunk in (events[start : start + FLUSH_ROWS] for start in range(0, len(events), FLUSH_ROWS))
-        ]
-        self._wait()
+            offsets = (("id", ":context + {value}"), ("run_id", ":run + {value}"), ("parent_id", ":context + {value}"))
+            sql = _json_insert_sql(AgentContext, ContextRow._fields, offsets)
+            rows = _json_text([tuple(c) for c in contexts])
+            jobs.append((sql, {"run": run_ids[0], "context": context_ids[0], "rows": rows}, len(contexts)))
+        if events:  # one statement: each statement costs the writer a wait for the GIL (see quick_handoff)
+            offsets = (("run_id", ":run + {value}"), ("context_id", ":context + {value}"))
+            sql = _json_insert_sql(Event, EVENT_COLUMNS, offsets)
+            rows = _json_text(events)
+            jobs.append((sql, {"run": run_ids[0], "context": context_ids[0], "rows": rows}, len(events)))
         if jobs:
-            self._start(jobs)
-
-    def _start(self, jobs: list[tuple[str, tuple, int]]) -> None:
-        self.thread = threading.Thread(target=self._write, args=(jobs,), name="parallax-sqlite-writer")
-        self.thread.start()
-
-    def _write(self, jobs: list[tuple[str, tuple, int]]) -> None:
-        try:
-            for sql, params, expected in jobs:
-                cursor = self.raw.execute(sql, params)
-                if cursor.rowcount != expected:  # pragma: no cover - json_each yields every element
-                    raise RuntimeError(f"wrote {cursor.rowcount} of {expected} rows")
-        except BaseException as exc:  # handed to the main thread by _raise()
-            self.error = exc
-
-    def _wait(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
-            self.thread = None
-        self._raise()
-
-    def _raise(self) -> None:
-        if self.error is not None:
-            error, self.error = self.error, None
-            with self.conn.wrap_database_errors:  # sqlite3.IntegrityError → django.db.IntegrityError
-                raise error
+            self.writer.start(jobs)
 
     def finish(self) -> None:
         self._flush()
-        self._wait()
+        self.writer.wait()
 
     def abort(self) -> None:
         self.buffer = []
-        if self.thread is not None:
-            self.thread.join()
-            self.thread = None
-        self.error = None
+        self.writer.abort()
 
 
 class _PostgresSink(EventSink):
@@ -512,6 +644,12 @@ class _PostgresSink(EventSink):
         self.cursor = None
         self.copy_cm = None
         self.copy = None
+        self.writer = _Background(conn, self._execute, "parallax-postgres-writer")
+
+    def _execute(self, sql: str, params: Sequence) -> int:
+        with self.conn.connection.cursor() as cursor:  # psycopg's own: Django's wrapper is not thread-aware
+            cursor.execute(sql, params)
+            return cursor.rowcount
 
     def context_id(self) -> int:
         if not self.ids:
@@ -533,11 +671,32 @@ class _PostgresSink(EventSink):
         for row in rows:  # the server inserts while the importer parses on; finish() waits for it
             self.add(row)
 
+    def send_group(
+        self,
+        runs: list[Run],
+        contexts: list[ContextRow],
+        events: list[tuple],
+        run_ids: list[int],
+        context_ids: list[int],
+    ) -> None:
+        """Runs and contexts by COPY; the events as one JSON document that the server unpacks
+        (jsonb_array_elements) in a background statement, while the importer parses the next group.
+        (Contexts as JSON too measured no faster: the server, not the importer, was then the
+        bottleneck on two cores.)"""
+        insert_runs(runs)
+        insert_contexts(_with_ids(contexts, run_ids, context_ids))
+        if events:
+            sql = _pg_json_insert_sql(Event, EVENT_COLUMNS, (("run_id", "runs"), ("context_id", "contexts")))
+            self.writer.start([(sql, (run_ids, context_ids, _json_text(events)), len(events))])
+
     def _open(self) -> None:
         qn = self.conn.ops.quote_name
         self.cursor = self.conn.cursor().cursor  # psycopg's own cursor: COPY is not in the DB-API
+        # Queued: psycopg's worker thread sends the data and waits for the server, so the importer
+        # only formats rows and parses on (up to psycopg's queue size, 32 MiB, ahead of the server).
         self.copy_cm = self.cursor.copy(
-            f"COPY {qn(Event._meta.db_table)} ({', '.join(qn(c) for c in EVENT_COLUMNS)}) FROM STDIN"
+            f"COPY {qn(Event._meta.db_table)} ({', '.join(qn(c) for c in EVENT_COLUMNS)}) FROM STDIN",
+            writer=QueuedLibpqWriter(self.cursor),
         )
         self.copy = self.copy_cm.__enter__()
 
@@ -553,10 +712,35 @@ class _PostgresSink(EventSink):
 
     def finish(self) -> None:
         self._close()
+        self.writer.wait()
 
     def abort(self) -> None:
+        self.writer.abort()
         with contextlib.suppress(Exception):  # the run is being rolled back anyway
             self._close(RuntimeError("import aborted"))
+
+
+@cache
+def _pg_json_insert_sql(model: type[models.Model], columns: tuple[str, ...], id_columns: tuple = ()) -> str:
+    """PostgreSQL's INSERT … SELECT reading rows (JSON arrays in `columns` order) from a jsonb
+    document; `id_columns` ((column, "runs" | "contexts"), …) hold indexes into the id arrays
+    passed before the document (a NULL index gives NULL)."""
+    conn = connection_for(model)
+    qn = conn.ops.quote_name
+    ids = dict(id_columns)
+    by_column = {f.column: f for f in model._meta.concrete_fields}
+    picks = []
+    for i, column in enumerate(columns):
+        if column in ids:
+            picks.append(f"ids.{ids[column]}[(r ->> {i})::int + 1]")
+        else:
+            db_type = by_column[column].db_type(conn)
+            picks.append(f"(r -> {i})::jsonb" if db_type == "jsonb" else f"(r ->> {i})::{db_type}")
+    return (
+        f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(c) for c in columns)}) "
+        f"SELECT {', '.join(picks)} FROM (SELECT %s::bigint[] AS runs, %s::bigint[] AS contexts) AS ids, "
+        "jsonb_array_elements(%s::jsonb) AS r"
+    )
 
 
 def utc(value: datetime) -> datetime:

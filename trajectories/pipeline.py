@@ -33,6 +33,8 @@ from .formats.records import FormatError, RunSource
 from .models import AgentContext, ImportBatch, Run
 from .writer import DUPLICATE_MESSAGE, Lookups, Plan, RunResult, RunWriter, clash_error, content_hash, unreadable
 
+_FIRST_GROUP_RUNS = 16
+
 
 @dataclass
 class _Group:
@@ -66,9 +68,14 @@ class GroupImporter:
         # size of the id blocks the group being planned needs (run and context indexes)
         self._n_runs = 0
         self._n_contexts = 0
+        self._groups = 0  # groups formed so far
 
     # -- driver ------------------------------------------------------------------------
     def run(self) -> None:
+        with bulk.quick_handoff():
+            self._run()
+
+    def _run(self) -> None:
         try:
             position = 0
             while position < len(self.sources):
@@ -91,9 +98,12 @@ class GroupImporter:
         # settings.PARALLAX_IMPORT_*: a source is "small" (planned in memory, written in a group)
         # below SMALL_RUN_BYTES; a group closes at GROUP_RUNS runs or GROUP_BYTES of source.
         group = _Group()
+        # The first groups are small: nothing is written while the first one is planned.
+        limit = min(settings.PARALLAX_IMPORT_GROUP_RUNS, _FIRST_GROUP_RUNS * 4**self._groups)
+        self._groups += 1
         while (
             position < len(self.sources)
-            and len(group.entries) < settings.PARALLAX_IMPORT_GROUP_RUNS
+            and len(group.entries) < limit
             and group.nbytes < settings.PARALLAX_IMPORT_GROUP_BYTES
         ):
             source = self.sources[position]
@@ -193,22 +203,13 @@ class GroupImporter:
         context_ids = bulk.allocate_ids(AgentContext, self._n_contexts)
         for _, plan in ready:
             plan.run.pk = run_ids[plan.run_index]
-        bulk.insert_runs([plan.run for _, plan in ready])
-        contexts = [
-            row._replace(
-                id=context_ids[row.id],
-                run_id=run_ids[row.run_id],
-                parent_id=None if row.parent_id is None else context_ids[row.parent_id],
-            )
-            for _, plan in ready
-            for row in plan.contexts
-        ]
+        contexts = [row for _, plan in ready for row in plan.contexts]
         events = [row for _, plan in ready for row in plan.events]
         for _, plan in ready:
             plan.contexts, plan.events = [], []
         self._written = ready
         self._sink = bulk.event_sink()
-        self._sink.send_group(contexts, events, run_ids, context_ids)
+        self._sink.send_group([plan.run for _, plan in ready], contexts, events, run_ids, context_ids)
 
     def _fall_back(self, retry: list[tuple[int, RunSource]]) -> None:
         if self._sink is not None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 from . import bulk, metrics
 from .formats.records import (
@@ -275,20 +276,59 @@ class RunWriter:
         return Plan(self.source, self.header, run, contexts, self.sink.rows, self.run_index)
 
     def _consume(self, records: Iterator) -> None:
-        event = self._event
+        # The hot loop of every import: events are handled inline (see _event for the rules).
+        contexts, file_kinds, utc = self.contexts, _FILE_KINDS, bulk.utc
+        add = run_id = None
         for record in records:
-            if type(record) is EventRecord:
-                event(record)
-            elif isinstance(record, ContextRecord):
-                self._context(record)
-            elif isinstance(record, RunHeader):
-                if self.run is not None:
-                    raise FormatError("a second run header", file=self.source.name)
-                self._start(record)
-            elif isinstance(record, ParseWarning):
-                self.warnings.append(record.describe())
-            elif isinstance(record, DerivedOutcomes):
-                self.derived = record
+            if type(record) is not EventRecord:
+                self._other(record)
+                if self.sink is not None:
+                    add, run_id = self.sink.add, self.run_id
+                continue
+            ctx = contexts.get(record.context)
+            if ctx is None:
+                self._unknown_context(record)
+            ts = record.timestamp
+            if ts is not None:
+                if ts.tzinfo is not UTC:
+                    ts = utc(ts)
+                first = ctx.first_ts
+                if first is None:
+                    ctx.first_ts = ctx.last_ts = ts
+                elif ts < first:
+                    ctx.first_ts = ts
+                elif ts > ctx.last_ts:
+                    ctx.last_ts = ts
+            ctx.n_events += 1
+            files = record.files
+            if files and record.kind in file_kinds:
+                ctx.files.update(files)
+            add(
+                (
+                    run_id,
+                    ctx.pk,
+                    record.seq,
+                    ts,
+                    record.kind,
+                    record.tool[:100],
+                    record.text,
+                    files,
+                    record.target[:255],
+                    record.line,
+                )
+            )
+
+    def _other(self, record) -> None:
+        if isinstance(record, ContextRecord):
+            self._context(record)
+        elif isinstance(record, RunHeader):
+            if self.run is not None:
+                raise FormatError("a second run header", file=self.source.name)
+            self._start(record)
+        elif isinstance(record, ParseWarning):
+            self.warnings.append(record.describe())
+        elif isinstance(record, DerivedOutcomes):
+            self.derived = record
 
     # -- streaming -------------------------------------------------------------------
     def _start(self, header: RunHeader) -> None:
@@ -335,41 +375,13 @@ class RunWriter:
                 setattr(known.record, attr, value)
         known.parent = known.record.parent
 
-    def _event(self, record: EventRecord) -> None:
-        ctx = self.contexts.get(record.context)
-        if ctx is None:
-            self._need_run(record.line)
-            raise FormatError(
-                f"event for unknown context {record.context!r}",
-                file=self.source.name,
-                line=record.line,
-                field="context",
-            )
-        ts = record.timestamp
-        if ts is not None:
-            if ts.tzinfo is not UTC:
-                ts = bulk.utc(ts)
-            if ctx.first_ts is None or ts < ctx.first_ts:
-                ctx.first_ts = ts
-            if ctx.last_ts is None or ts > ctx.last_ts:
-                ctx.last_ts = ts
-        ctx.n_events += 1
-        files = record.files
-        if files and record.kind in _FILE_KINDS:
-            ctx.files.update(files)
-        self.sink.add(
-            (
-                self.run_id,
-                ctx.pk,
-                record.seq,
-                ts,
-                record.kind,
-                record.tool[:100],
-                record.text,
-                files,
-                record.target[:255],
-                record.line,
-            )
+    def _unknown_context(self, record: EventRecord) -> NoReturn:
+        self._need_run(record.line)
+        raise FormatError(
+            f"event for unknown context {record.context!r}",
+            file=self.source.name,
+            line=record.line,
+            field="context",
         )
 
     def _need_run(self, line: int | None) -> None:

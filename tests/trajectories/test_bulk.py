@@ -53,25 +53,26 @@ def flush_rows(request, monkeypatch, settings):
 
 def test_rows_read_back_exactly(tmp_path, flush_rows, monkeypatch):
     writers: list[tuple[str, int]] = []
-    original = bulk._SQLiteSink._write
+    original = bulk._Background.run
 
     def spy(self, batches):
         writers.append((threading.current_thread().name, len(batches)))
         return original(self, batches)
 
-    monkeypatch.setattr(bulk._SQLiteSink, "_write", spy)
+    monkeypatch.setattr(bulk._Background, "run", spy)
     lines = _wide_run(n_sub=9, per_sub=11)
     report = import_paths(paths=[write_jsonl(tmp_path / "wide.jsonl", lines)])
     assert report.count("imported") == 1, report.results[0].message
     if connection.vendor == "sqlite":
-        # 99 events. Grouped: the contexts and every event batch in the writer thread, while the
+        # 99 events. Grouped: the run, its contexts and all its events (one statement whatever the
+        # batch size) in the writer thread, while the
         # next group is parsed. Streamed: full batches in the writer thread, the last partial one
         # from the main thread.
         assert (
             writers
             == {
-                "grouped": [("parallax-sqlite-writer", 2)],  # contexts, events
-                "grouped in batches": [("parallax-sqlite-writer", 16)],  # contexts, 15 event batches
+                "grouped": [("parallax-sqlite-writer", 3)],  # run, contexts, events
+                "grouped in batches": [("parallax-sqlite-writer", 3)],
                 "streamed": [("MainThread", 1)],
                 "streamed in batches": [("parallax-sqlite-writer", 1)] * 14 + [("MainThread", 1)],
             }[flush_rows]
@@ -239,6 +240,50 @@ def test_runs_commit_in_groups_and_a_crash_reports_nothing_uncommitted(tmp_path,
     assert Event.objects.count() == 0 and Run.objects.count() == 5
 
 
+def test_the_first_groups_are_small_so_writing_starts_early(tmp_path, monkeypatch):
+    """Nothing is written while the first group is planned: it holds 16 runs, the next 64, then
+    PARALLAX_IMPORT_GROUP_RUNS (250)."""
+    for i in range(100):
+        write_jsonl(tmp_path / f"r{i:03}.jsonl", [header(task=f"t{i}"), ctx("main", start=t(0), end=t(1))])
+    sizes: list[int] = []
+    original = pipeline.GroupImporter._write
+
+    def spy(self, plans):
+        sizes.append(len(plans))
+        return original(self, plans)
+
+    monkeypatch.setattr(pipeline.GroupImporter, "_write", spy)
+    assert import_paths(paths=[tmp_path]).count("imported") == 100
+    assert sizes == [16, 64, 20]
+
+
+def test_an_import_hands_the_gil_over_quickly_and_restores_the_interval(tmp_path, monkeypatch):
+    """The writer thread waits for the GIL between statements: during an import the switch
+    interval is 0.5 ms, and the process's own value comes back afterwards, also when imports
+    overlap (the interval is process-wide)."""
+    import sys
+
+    write_jsonl(tmp_path / "r.jsonl", [header(task="t"), ctx("main", start=t(0), end=t(1))])
+    seen: list[float] = []
+    original = pipeline.GroupImporter._write
+
+    def spy(self, plans):
+        seen.append(sys.getswitchinterval())
+        return original(self, plans)
+
+    monkeypatch.setattr(pipeline.GroupImporter, "_write", spy)
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.004)
+        with bulk.quick_handoff():
+            import_paths(paths=[tmp_path])
+            assert sys.getswitchinterval() == bulk.HANDOFF_SECONDS  # the inner import did not restore it
+        assert sys.getswitchinterval() == 0.004
+    finally:
+        sys.setswitchinterval(before)
+    assert seen == [bulk.HANDOFF_SECONDS]
+
+
 @pytest.mark.parametrize("refused", ["runs", "events", "tasks", "run ids"])
 def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypatch, refused):
     """A concurrent import can make the group's INSERT (or its events) fail after the checks
@@ -249,15 +294,15 @@ def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypat
         write_jsonl(tmp_path / f"r{i}.jsonl", _wide_run(1, 2) if i == 0 else [header(task=f"t{i}"), ctx("main")])
     calls: list[str] = []
     if refused == "runs":
-        original = bulk.insert_runs
+        original = bulk._stored
 
-        def refuse_once(runs):
+        def refuse_once(runs, conn):
             calls.append("insert_runs")
             if len(calls) == 1:
                 raise IntegrityError("simulated: UNIQUE constraint failed")
-            return original(runs)
+            return original(runs, conn)
 
-        monkeypatch.setattr(bulk, "insert_runs", refuse_once)
+        monkeypatch.setattr(bulk, "_stored", refuse_once)
     elif refused == "run ids":
         # a real primary-key collision raised by the database itself (COPY on PostgreSQL)
         taken = import_paths(paths=[write_jsonl(tmp_path / "x" / "taken.jsonl", [header(task="x"), ctx("main")])])
