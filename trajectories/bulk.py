@@ -4,15 +4,19 @@ The ORM compiles a query per call (~0.2 ms); a run of the study corpus has ~80 e
 contexts, so at paper scale the ORM, not the database, was the import's cost. Everything here
 writes the same column values the ORM would (`get_db_prep_save` of each model field).
 
-Events go through an `EventSink`, one per run:
-  * PostgreSQL — one open `COPY` per run; the server inserts while the importer parses.
-    Context ids are drawn from the table's sequence in blocks, so events can reference their
-    context before the context row (written once, complete, at the end of the run) exists.
-  * SQLite — rows are sent in batches as one JSON array per statement (`INSERT … SELECT FROM
-    json_each(?)`): one `sqlite3_step` per batch, which releases the GIL, so a second thread
-    inserts while the main thread parses. Context ids come from the table's own sequence (the
-    run's transaction already holds SQLite's write lock, so nobody else can take them).
+Events go through an `EventSink`: one per streamed run (`add()` per event), or one per group
+of small runs (`send_group()`, pipeline.py).
+  * PostgreSQL — a streamed run has one open `COPY`; the server inserts while the importer
+    parses. Context ids are drawn from the table's sequence in blocks, so events can reference
+    their context before the context row (written once, complete, at the end of the run)
+    exists. A group's events are one jsonb document that the server unpacks in a background
+    statement (`_Background`) while the importer parses the next group.
+  * SQLite — rows go as one JSON array per statement (`INSERT … SELECT FROM json_each(?)`),
+    run by a `_Background` thread: `sqlite3_step` releases the GIL, so the importer parses on.
+    Context ids come from the table's own sequence (the run's transaction already holds
+    SQLite's write lock, so nobody else can take them).
   * anything else — batched `executemany`.
+While an import runs, `quick_handoff()` lets these threads have the GIL back within 0.5 ms.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from typing import NamedTuple
 
 import orjson
 from django.db import connections, models, router
-from psycopg.copy import QueuedLibpqWriter
 
 from .models import AgentContext, Event, Run
 
@@ -692,11 +695,10 @@ class _PostgresSink(EventSink):
     def _open(self) -> None:
         qn = self.conn.ops.quote_name
         self.cursor = self.conn.cursor().cursor  # psycopg's own cursor: COPY is not in the DB-API
-        # Queued: psycopg's worker thread sends the data and waits for the server, so the importer
-        # only formats rows and parses on (up to psycopg's queue size, 32 MiB, ahead of the server).
+        # (psycopg's QueuedLibpqWriter, a thread that waits for the server, measured 15% slower:
+        # its thread needs the GIL for every 32 KiB it sends.)
         self.copy_cm = self.cursor.copy(
-            f"COPY {qn(Event._meta.db_table)} ({', '.join(qn(c) for c in EVENT_COLUMNS)}) FROM STDIN",
-            writer=QueuedLibpqWriter(self.cursor),
+            f"COPY {qn(Event._meta.db_table)} ({', '.join(qn(c) for c in EVENT_COLUMNS)}) FROM STDIN"
         )
         self.copy = self.copy_cm.__enter__()
 

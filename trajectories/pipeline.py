@@ -3,10 +3,11 @@
 A study corpus is thousands of small runs (~80 events each), so a run's fixed costs —
 its statements, its savepoint, its commit — would dominate. Small runs are therefore parsed
 and validated completely in memory (`RunWriter(plan_only=True)`: no database access), then a
-group of them is written with a handful of statements: one INSERT for the runs, one for their
-contexts, and the events streamed (COPY on PostgreSQL; on SQLite the writer thread of
-`bulk._SQLiteSink`). The group's events are written *while the next group is parsed*; the
-group commits when they are done.
+group of them is written with a handful of statements: one for the runs, one for their
+contexts, one for all their events (`EventSink.send_group`). The events — and on SQLite the
+runs and contexts too — are written by a background statement *while the next group is
+parsed*; the group commits when they are done. The first groups are small (16, then 64 runs),
+since nothing can be written while the first one is planned.
 
 Guarantees are those of importing each run in its own transaction:
   * a run that fails validation stores nothing and does not affect the others;
