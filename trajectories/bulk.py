@@ -26,7 +26,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from functools import cache, partial
+from functools import cache
 from typing import NamedTuple
 
 import orjson
@@ -73,7 +73,7 @@ def _insert_sql(model: type[models.Model], returning: bool) -> tuple[str, tuple]
     conn = connection_for(model)
     qn = conn.ops.quote_name
     meta = model._meta
-    fields = tuple(f for f in meta.concrete_fields if not f.primary_key)
+    fields = tuple(f for f, _ in _field_kinds(model))
     sql = (
         f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
         f"VALUES ({', '.join(['%s'] * len(fields))})"
@@ -83,56 +83,34 @@ def _insert_sql(model: type[models.Model], returning: bool) -> tuple[str, tuple]
     return sql, fields
 
 
-def _values(obj: models.Model, fields: Sequence[models.Field], conn, *, add: bool) -> list:
-    """What `save()` would send for each field: `pre_save` (auto_now_add …), then the field's own
-    conversion, skipped for the types whose Python value is already the database value."""
+def _values(obj: models.Model, conn, *, add: bool) -> list:
+    """What `save()` would send for each concrete non-pk field, in `_insert_sql`'s order: `pre_save`
+    (auto_now_add …), then the field's own conversion — skipped for the types whose Python value
+    is already the database value, and shortened for aware UTC datetimes on SQLite (as in
+    `_datetime_adapter`)."""
+    utc_text = conn.vendor == "sqlite" and conn.timezone_name == "UTC"
     values = []
-    for f, convert in _converters(tuple(fields), conn):
+    for f, kind in _field_kinds(type(obj)):
         value = f.pre_save(obj, add)
-        if value is not None and convert is not None:
-            value = convert(value)
+        if value is not None and kind != "plain":
+            if kind == "datetime" and utc_text and value.tzinfo is UTC:
+                value = str(value.replace(tzinfo=None))
+            else:
+                value = f.get_db_prep_save(value, conn)
         values.append(value)
     return values
 
 
-def _converters(fields: tuple[models.Field, ...], conn) -> list[tuple[models.Field, Callable | None]]:
-    """Each field with the conversion its values need (None: the Python value as it is);
-    DateTimeFields go through `_datetime_adapter`'s shortcut."""
-    key = (fields, conn.alias, conn.vendor)
-    found = _CONVERTERS.get(key)
-    if found is None:
-        found = []
-        for f in fields:
-            kind = f.get_internal_type()
-            if kind in _PLAIN:
-                found.append((f, None))
-            elif kind == "DateTimeField":
-                found.append((f, _datetime_converter(f, conn)))
-            else:
-                found.append((f, partial(_prep_save, f, conn)))
-        _CONVERTERS[key] = found
-    return found
-
-
-def _prep_save(field: models.Field, conn, value):
-    return field.get_db_prep_save(value, conn)
-
-
-def _datetime_converter(field: models.Field, conn) -> Callable:
-    """get_db_prep_save, with the shortcut of `_datetime_adapter` for aware UTC values on SQLite."""
-    slow = partial(_prep_save, field, conn)
-    if conn.vendor != "sqlite" or conn.timezone_name != "UTC":
-        return slow
-
-    def convert(value):
-        if value.tzinfo is UTC:
-            return str(value.replace(tzinfo=None))
-        return slow(value)
-
-    return convert
-
-
-_CONVERTERS: dict[tuple, list] = {}
+@cache
+def _field_kinds(model: type[models.Model]) -> tuple[tuple[models.Field, str], ...]:
+    """The concrete non-pk fields with how their values are converted: plain, datetime or prep."""
+    kinds = []
+    for f in model._meta.concrete_fields:
+        if f.primary_key:
+            continue
+        internal = f.get_internal_type()
+        kinds.append((f, "plain" if internal in _PLAIN else "datetime" if internal == "DateTimeField" else "prep"))
+    return tuple(kinds)
 
 
 def insert(obj: models.Model) -> None:
@@ -140,9 +118,9 @@ def insert(obj: models.Model) -> None:
     model = type(obj)
     conn = connection_for(model)
     returning = conn.features.can_return_columns_from_insert
-    sql, fields = _insert_sql(model, returning)
+    sql, _ = _insert_sql(model, returning)
     with conn.cursor() as cursor:
-        cursor.execute(sql, _values(obj, fields, conn, add=True))
+        cursor.execute(sql, _values(obj, conn, add=True))
         obj.pk = cursor.fetchone()[0] if returning else cursor.lastrowid
     obj._state.adding = False
     obj._state.db = conn.alias
@@ -224,14 +202,13 @@ def insert_runs(runs: Sequence[Run]) -> None:
         return
     conn = connection_for(Run)
     if conn.vendor == "postgresql":
-        _, fields = _insert_sql(Run, False)
         with (
             conn.wrap_database_errors,  # psycopg's own cursor raises psycopg errors; callers catch Django's
             conn.cursor() as wrapper,
             wrapper.cursor.copy(f"COPY {_runs_table(conn)} FROM STDIN") as copy,
         ):
             for run in runs:
-                copy.write_row((run.pk, *_values(run, fields, conn, add=True)))
+                copy.write_row((run.pk, *_values(run, conn, add=True)))
     else:
         with conn.cursor() as cursor:
             for sql, params, _ in _run_statements(runs, conn, "%s"):
@@ -257,7 +234,7 @@ def _run_statements(runs: Sequence[Run], conn, mark: str) -> list[tuple[str, lis
         statements.append(
             (
                 f"INSERT INTO {_runs_table(conn)} VALUES {', '.join([one] * len(chunk))}",
-                [value for run in chunk for value in (run.pk, *_values(run, fields, conn, add=True))],
+                [value for run in chunk for value in (run.pk, *_values(run, conn, add=True))],
                 len(chunk),
             )
         )
@@ -299,12 +276,11 @@ def update(obj: models.Model) -> None:
     conn = connection_for(model)
     qn = conn.ops.quote_name
     meta = model._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
-    assignments = ", ".join(f"{qn(f.column)} = %s" for f in fields)
+    assignments = ", ".join(f"{qn(f.column)} = %s" for f, _ in _field_kinds(model))
     with conn.cursor() as cursor:
         cursor.execute(
             f"UPDATE {qn(meta.db_table)} SET {assignments} WHERE {qn(meta.pk.column)} = %s",
-            [*_values(obj, fields, conn, add=False), obj.pk],
+            [*_values(obj, conn, add=False), obj.pk],
         )
 
 
@@ -414,7 +390,20 @@ class EventSink:
         """A group's new runs (ids set) and its contexts and events, whose own, run and parent
         ids are indexes into run_ids and context_ids (pipeline.py)."""
         insert_runs(runs)
-        insert_contexts(_with_ids(contexts, run_ids, context_ids))
+        insert_contexts(
+            [
+                row._replace(
+                    id=context_ids[row.id],
+                    run_id=run_ids[row.run_id],
+                    parent_id=None if row.parent_id is None else context_ids[row.parent_id],
+                )
+                for row in contexts
+            ]
+        )
+        if events:
+            self._send_group_events(events, run_ids, context_ids)
+
+    def _send_group_events(self, events: list[tuple], run_ids: list[int], context_ids: list[int]) -> None:
         self.send([(run_ids[r[0]], context_ids[r[1]], *r[2:]) for r in events])
 
     def finish(self) -> None:
@@ -440,18 +429,6 @@ class EventSink:
                 f"INSERT INTO {qn(Event._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(EVENT_COLUMNS))})",
                 params,
             )
-
-
-def _with_ids(contexts: list[ContextRow], run_ids: list[int], context_ids: list[int]) -> list[ContextRow]:
-    """A group's context rows with their allocated ids in place of their indexes."""
-    return [
-        row._replace(
-            id=context_ids[row.id],
-            run_id=run_ids[row.run_id],
-            parent_id=None if row.parent_id is None else context_ids[row.parent_id],
-        )
-        for row in contexts
-    ]
 
 
 class MemorySink:
@@ -674,23 +651,13 @@ class _PostgresSink(EventSink):
         for row in rows:  # the server inserts while the importer parses on; finish() waits for it
             self.add(row)
 
-    def send_group(
-        self,
-        runs: list[Run],
-        contexts: list[ContextRow],
-        events: list[tuple],
-        run_ids: list[int],
-        context_ids: list[int],
-    ) -> None:
-        """Runs and contexts by COPY; the events as one JSON document that the server unpacks
-        (jsonb_array_elements) in a background statement, while the importer parses the next group.
-        (Contexts as JSON too measured no faster: the server, not the importer, was then the
-        bottleneck on two cores.)"""
-        insert_runs(runs)
-        insert_contexts(_with_ids(contexts, run_ids, context_ids))
-        if events:
-            sql = _pg_json_insert_sql(Event, EVENT_COLUMNS, (("run_id", "runs"), ("context_id", "contexts")))
-            self.writer.start([(sql, (run_ids, context_ids, _json_text(events)), len(events))])
+    def _send_group_events(self, events: list[tuple], run_ids: list[int], context_ids: list[int]) -> None:
+        """A group's events (its runs and contexts went by COPY) as one JSON document that the
+        server unpacks (jsonb_array_elements) in a background statement, while the importer parses
+        the next group. (Contexts as JSON too measured no faster: the server, not the importer,
+        was then the bottleneck on two cores.)"""
+        sql = _pg_json_insert_sql(Event, EVENT_COLUMNS, (("run_id", "runs"), ("context_id", "contexts")))
+        self.writer.start([(sql, (run_ids, context_ids, _json_text(events)), len(events))])
 
     def _open(self) -> None:
         qn = self.conn.ops.quote_name
