@@ -374,3 +374,14 @@ def test_a_pair_must_share_the_prompt_and_tasks_learn_what_they_lacked(tmp_path,
 
     task = Task.objects.get(external_id="p")
     assert (task.difficulty, task.prompt_sha256) == ("hard", "a" * 64)
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's file format")
+def test_new_sqlite_databases_use_16_kib_pages_and_wal():
+    """16 KiB pages: a 1 GiB run writes a quarter of the WAL frames and checkpoint copies of 4 KiB
+    pages; measured 8% faster on that run, 4% on the study corpus (docs/performance.md)."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA page_size")
+        assert cursor.fetchone()[0] == 16384
+        cursor.execute("PRAGMA journal_mode")
+        assert cursor.fetchone()[0] == "wal"
