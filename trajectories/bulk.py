@@ -11,10 +11,11 @@ of small runs (`send_group()`, pipeline.py).
     their context before the context row (written once, complete, at the end of the run)
     exists. A group's events are one jsonb document that the server unpacks in a background
     statement (`_Background`) while the importer parses the next group.
-  * SQLite — rows go as one JSON array per statement (`INSERT … SELECT FROM json_each(?)`),
+  * SQLite — rows go as one JSON array per statement (`INSERT … SELECT FROM json_each(…)`),
     run by a `_Background` thread: `sqlite3_step` releases the GIL, so the importer parses on.
     Context ids come from the table's own sequence (the run's transaction already holds
-    SQLite's write lock, so nobody else can take them).
+    SQLite's write lock, so nobody else can take them) — or, for a run committed in pieces,
+    from blocks reserved in `sqlite_sequence`, as its row's id is.
   * anything else — batched `executemany`.
 While an import runs, `quick_handoff()` lets these threads have the GIL back within 0.5 ms.
 """
@@ -22,20 +23,24 @@ While an import runs, `quick_handoff()` lets these threads have the GIL back wit
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import NamedTuple
 
 import orjson
-from django.db import connections, models, router
+from django.conf import settings
+from django.db import connections, models, router, transaction
+from django.utils import timezone
 
-from .models import AgentContext, Event, Run
+from .models import AgentContext, Event, PartialRun, Run
 
 EVENT_COLUMNS = ("run_id", "context_id", "seq", "timestamp", "kind", "tool", "text", "files", "target", "source_line")
-# Rows per statement (SQLite, other backends) and per block of context ids (PostgreSQL).
+# Rows per statement (SQLite, other backends) and per block of context ids (PostgreSQL, SQLite pieces).
 FLUSH_ROWS = 5000
 ID_BLOCK = 64
 _JSON_OPTIONS = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
@@ -251,7 +256,8 @@ def allocate_ids(model: type[models.Model], n: int) -> list[int]:
     """n unused primary keys for `model`, to write rows that reference each other in one go.
 
     PostgreSQL: drawn from the table's sequence. SQLite: the next n after the highest ever
-    handed out, under the write lock, which the caller's transaction then holds until commit."""
+    handed out, under the write lock, which the caller's transaction then holds until commit;
+    once committed they are never handed out again, even before the rows are written."""
     if n <= 0:
         return []
     conn = connection_for(model)
@@ -265,23 +271,15 @@ def allocate_ids(model: type[models.Model], n: int) -> list[int]:
         # Take SQLite's write lock now (a write statement does, even one that changes nothing),
         # so that nobody else can insert between reading the highest id and using the next ones.
         qn = conn.ops.quote_name
-        cursor.execute(f"UPDATE {qn(model._meta.db_table)} SET {qn('id')} = {qn('id')} WHERE {qn('id')} = -1")
-    base = _max_id(conn, model)
+        table = model._meta.db_table
+        cursor.execute(f"UPDATE {qn(table)} SET {qn('id')} = {qn('id')} WHERE {qn('id')} = -1")
+        base = _max_id(conn, model)
+        # ... and record them as handed out (AUTOINCREMENT never hands out an id twice), so the
+        # reservation holds once committed, before the rows exist (a run committed in pieces).
+        cursor.execute("UPDATE sqlite_sequence SET seq = %s WHERE name = %s", [base + n, table])
+        if cursor.rowcount == 0:
+            cursor.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (%s, %s)", [table, base + n])
     return list(range(base + 1, base + n + 1))
-
-
-def update(obj: models.Model) -> None:
-    """UPDATE every concrete field of a stored instance."""
-    model = type(obj)
-    conn = connection_for(model)
-    qn = conn.ops.quote_name
-    meta = model._meta
-    assignments = ", ".join(f"{qn(f.column)} = %s" for f, _ in _field_kinds(model))
-    with conn.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {qn(meta.db_table)} SET {assignments} WHERE {qn(meta.pk.column)} = %s",
-            [*_values(obj, conn, add=False), obj.pk],
-        )
 
 
 def run_with_hash(digest: str) -> int | None:
@@ -293,15 +291,15 @@ def run_with_hash(digest: str) -> int | None:
     return row[0] if row else None
 
 
-def clashing_run(*, task_id: int, agent_id: int, mode: str, exclude: int | None) -> tuple[int, str] | None:
+def clashing_run(*, task_id: int, agent_id: int, mode: str) -> tuple[int, str] | None:
     """The stored run (id, source name) with the same task, agent and mode, if any."""
     conn = connection_for(Run)
     qn = conn.ops.quote_name
     with conn.cursor() as cursor:
         cursor.execute(
             f"SELECT {qn('id')}, {qn('source_name')} FROM {qn(Run._meta.db_table)} "
-            f"WHERE {qn('task_id')} = %s AND {qn('agent_id')} = %s AND {qn('mode')} = %s AND {qn('id')} <> %s",
-            [task_id, agent_id, mode, -1 if exclude is None else exclude],
+            f"WHERE {qn('task_id')} = %s AND {qn('agent_id')} = %s AND {qn('mode')} = %s",
+            [task_id, agent_id, mode],
         )
         return cursor.fetchone()
 
@@ -338,13 +336,65 @@ def quick_handoff():
                 sys.setswitchinterval(_handoff_previous)
 
 
-def event_sink() -> EventSink:
+def event_sink(*, run_id: int | None = None, source_name: str = "") -> EventSink:
+    """The sink for one streamed run's events (run_id: the id reserved for its row, written last)."""
     conn = connection_for(Event)
     if conn.vendor == "postgresql":
         return _PostgresSink(conn)
     if conn.vendor == "sqlite":
-        return _SQLiteSink(conn)
+        pieces = run_id is not None and _owns_transaction(conn)
+        return _SQLiteSink(conn, partial=_start_partial(run_id, source_name) if pieces else None)
     return EventSink(conn)
+
+
+def _owns_transaction(conn) -> bool:
+    """Whether the caller's atomic block is the outermost one (so committing it early commits
+    nothing of anybody else's), as `run_import`'s is, but not a test's or a caller's own."""
+    return len(conn.atomic_blocks) == 1 and conn.commit_on_exit and not conn.needs_rollback
+
+
+def _start_partial(run_id: int, source_name: str) -> PartialRun:
+    now = timezone.now()
+    partial = PartialRun(
+        run_id=run_id,
+        source_name=source_name[:500],
+        host=socket.gethostname()[:255],
+        pid=os.getpid(),
+        started_at=now,
+        heartbeat_at=now,
+    )
+    insert(partial)
+    return partial
+
+
+PARTIAL_STALE = timedelta(hours=1)
+
+
+def discard_abandoned() -> list[str]:
+    """Delete the events of runs whose import died while committing them in pieces (SQLite):
+    its process is gone (same host), or it has not committed a piece for PARTIAL_STALE.
+    Returns a description of each; the next import calls this first."""
+    here, stale = socket.gethostname()[:255], timezone.now() - PARTIAL_STALE
+    discarded = []
+    for partial in PartialRun.objects.order_by("pk"):
+        alive = partial.heartbeat_at >= stale and not (partial.host == here and _process_gone(partial.pid))
+        if alive:
+            continue
+        with transaction.atomic():
+            Event.objects.filter(run_id=partial.run_id).delete()
+            partial.delete()
+        discarded.append(str(partial))
+    return discarded
+
+
+def _process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 class EventSink:
@@ -412,6 +462,9 @@ class EventSink:
     def abort(self) -> None:
         """Stop after a failure; the caller rolls the run back."""
         self.buffer = []
+
+    def discard(self) -> None:
+        """After the rollback of a failed run: delete what was already committed (SQLite pieces)."""
 
     def _flush(self) -> None:
         rows, self.buffer = self.buffer, []
@@ -550,12 +603,33 @@ class _Background:
 
 class _SQLiteSink(EventSink):
     """Rows go to SQLite as one JSON document per statement, written by a thread: `sqlite3_step`
-    releases the GIL, so the main thread parses on meanwhile (at most one job in flight)."""
+    releases the GIL, so the main thread parses on meanwhile (at most one job in flight).
 
-    def __init__(self, conn):
+    With a `partial` (a streamed run whose transaction is the caller's outermost one) the events
+    are committed every PARALLAX_IMPORT_PIECE_EVENTS: a run of 1 GiB in one transaction first
+    grows the WAL to its size, then copies all of it into the database at commit, serially, after
+    the last event; in pieces the copies happen as it goes, in the writer thread, with a small
+    WAL. Committed pieces are invisible (see PartialRun); context ids are then reserved in blocks
+    (allocate_ids) so that nobody else can take them between two pieces."""
+
+    def __init__(self, conn, partial: PartialRun | None = None):
         super().__init__(conn)
         raw = conn.connection  # the sqlite3 connection (Django opens it with check_same_thread=False)
         self.writer = _Background(conn, lambda sql, params: raw.execute(sql, params).rowcount, "parallax-sqlite-writer")
+        self.partial = partial
+        self.uncommitted = 0  # events since the last piece
+        self.committed = False  # a piece has been committed: discard() must delete it
+        self._block_end = 0
+
+    def context_id(self) -> int:
+        if self.partial is None:
+            return super().context_id()
+        if self._next_id is None or self._next_id >= self._block_end:
+            self.writer.wait()  # the connection is this thread's again
+            block = allocate_ids(AgentContext, ID_BLOCK)
+            self._next_id, self._block_end = block[0] - 1, block[-1]
+        self._next_id += 1
+        return self._next_id
 
     def _job(self, rows: list[tuple]) -> _Job:
         return _json_insert_sql(Event, EVENT_COLUMNS), (_json_text(rows),), len(rows)
@@ -564,13 +638,30 @@ class _SQLiteSink(EventSink):
         rows, self.buffer = self.buffer, []
         if not rows:
             return
-        job = self._job(rows)
+        jobs = [self._job(rows)]
+        self.uncommitted += len(rows)
+        if self.partial is not None and self.uncommitted >= settings.PARALLAX_IMPORT_PIECE_EVENTS:
+            jobs += self._piece_end()
         self.writer.wait()
         if len(rows) < FLUSH_ROWS:
-            self.writer.run([job])  # a small run (or its last rows): no thread at all
+            self.writer.run(jobs)  # a small run (or its last rows): no thread at all
             self.writer.wait()
             return
-        self.writer.start([job])
+        self.writer.start(jobs)
+
+    def _piece_end(self) -> list[_Job]:
+        self.uncommitted, self.committed = 0, True
+        qn = self.conn.ops.quote_name
+        beat = self.conn.ops.adapt_datetimefield_value(timezone.now())
+        return [
+            (
+                f"UPDATE {qn(PartialRun._meta.db_table)} SET {qn('heartbeat_at')} = ? WHERE {qn('run_id')} = ?",
+                (beat, self.partial.run_id),
+                1,
+            ),
+            ("COMMIT", (), -1),
+            ("BEGIN", (), -1),  # as Django's atomic began it; Django commits or rolls back the last piece
+        ]
 
     def send(self, rows: list[tuple]) -> None:
         jobs = [self._job(rows[start : start + FLUSH_ROWS]) for start in range(0, len(rows), FLUSH_ROWS)]
@@ -609,10 +700,18 @@ class _SQLiteSink(EventSink):
     def finish(self) -> None:
         self._flush()
         self.writer.wait()
+        if self.partial is not None:  # the run's last transaction: its row and contexts follow
+            PartialRun.objects.filter(pk=self.partial.pk).delete()
 
     def abort(self) -> None:
         self.buffer = []
         self.writer.abort()
+
+    def discard(self) -> None:
+        if self.partial is not None and self.committed:
+            with transaction.atomic():
+                Event.objects.filter(run_id=self.partial.run_id).delete()
+                PartialRun.objects.filter(pk=self.partial.pk).delete()
 
 
 class _PostgresSink(EventSink):

@@ -219,3 +219,23 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.seq}"
+
+
+class PartialRun(models.Model):
+    """A large run being imported on SQLite, whose events are committed in pieces (bulk.py).
+
+    Its events are stored under `run_id` before the run itself exists, so nothing shows them:
+    every query reaches events through a run or a context, and both are written last, with this
+    row's deletion, in the run's final transaction. A row left behind belongs to an import that
+    died (its process is gone, or it has not committed a piece for an hour); the next import
+    deletes its events (`bulk.discard_abandoned`)."""
+
+    run_id = models.BigIntegerField(unique=True)
+    source_name = models.CharField(max_length=500)
+    host = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField(help_text="When the import last committed a piece.")
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} ({self.source_name}), importing since {self.started_at:%Y-%m-%d %H:%M}"

@@ -43,7 +43,10 @@ class ImportReport:
 
 def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: Lookups | None = None) -> RunResult:
     """Import one run in one transaction (a savepoint inside an outer one). Bad input stores
-    nothing of that run. `lookups` carries benchmark/task/agent ids from run to run."""
+    nothing of that run. `lookups` carries benchmark/task/agent ids from run to run.
+
+    On SQLite a large run in its own transaction commits its events in pieces, invisible until
+    the run's row is written (bulk._SQLiteSink); if the run then fails they are deleted."""
     try:
         digest = content_hash(source.files, display=source.display)
     except OSError as exc:
@@ -52,22 +55,23 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
     if existing is not None:
         return RunResult(source.name, "duplicate", run_id=existing, message=DUPLICATE_MESSAGE)
     lookups = lookups or Lookups()
+    writer = RunWriter(source, digest, batch, lookups)
     try:
-        with transaction.atomic():
-            run = RunWriter(source, digest, batch, lookups).write(parser_for(source.format).parse(source))
+        try:
+            with transaction.atomic():
+                run = writer.write(parser_for(source.format).parse(source))
+        except BaseException:
+            lookups.forget()
+            writer.discard()
+            raise
     except FormatError as exc:
-        lookups.forget()
         return RunResult(source.name, "failed", message=exc.describe())
     except IntegrityError as exc:
-        lookups.forget()
         # Another import of the same content won the race: that is a duplicate, not an error.
         existing = Run.objects.filter(content_hash=digest).values_list("pk", flat=True).first()
         if existing is not None:
             return RunResult(source.name, "duplicate", run_id=existing, message=DUPLICATE_MESSAGE)
         return RunResult(source.name, "failed", message=f"{source.name}: database rejected the run ({exc})")
-    except BaseException:
-        lookups.forget()
-        raise
     lookups.keep()
     return RunResult(source.name, "imported", run_id=run.pk, warnings=run.warnings, events=run.n_events)
 
@@ -86,6 +90,8 @@ def import_paths(
     """Import every run found under `paths` (files, folders, archives). Never raises on bad
     input: each failure is a `failed` result naming file, line and field."""
     report = ImportReport()
+    for discarded in bulk.discard_abandoned():
+        logger.warning("discarded the events of an import that died: %s", discarded)
     with tempfile.TemporaryDirectory(prefix="parallax-import-") as scratch:
         expanded: list[Path] = []
         for path in paths:

@@ -261,11 +261,16 @@ class RunWriter:
                 self.sink.abort()
             raise
         run, contexts = self._finish()
-        bulk.insert_contexts(contexts)
         if self.mode_inferred:
-            self._refuse_clash(run.agent_id, run.mode, exclude=run.pk)
-        bulk.update(run)
+            self._refuse_clash(run.agent_id, run.mode)
+        bulk.insert_runs([run])
+        bulk.insert_contexts(contexts)
         return run
+
+    def discard(self) -> None:
+        """After the caller rolled a failed run back: delete what the sink had already committed."""
+        if self.sink is not None:
+            self.sink.discard()
 
     def plan(self, records: Iterator) -> Plan:
         """Parse and validate the whole run in memory (plan_only writers)."""
@@ -345,9 +350,9 @@ class RunWriter:
             self._refuse_clash(agent_id, header.mode)
         self.run = self._new_run(header)
         self.run.task, self.run.agent_id = task, agent_id
-        bulk.insert(self.run)
-        self.run_id = self.run.pk
-        self.sink = bulk.event_sink()
+        # The run's row is written last, complete (`write`): its id is reserved now.
+        self.run.pk = self.run_id = bulk.allocate_ids(Run, 1)[0]
+        self.sink = bulk.event_sink(run_id=self.run_id, source_name=name)
 
     def _new_run(self, header: RunHeader) -> Run:
         return Run(
@@ -459,8 +464,8 @@ class RunWriter:
         run.warnings = self.warnings[:200]
         return run, rows
 
-    def _refuse_clash(self, agent_id: int, mode: str, exclude: int | None = None) -> None:
-        clash = bulk.clashing_run(task_id=self.task.pk, agent_id=agent_id, mode=mode, exclude=exclude)
+    def _refuse_clash(self, agent_id: int, mode: str) -> None:
+        clash = bulk.clashing_run(task_id=self.task.pk, agent_id=agent_id, mode=mode)
         if clash:
             agent = AgentSystem.objects.only("name").get(pk=agent_id)
             raise clash_error(task=self.task, agent=agent.name, mode=mode, clash=clash, file=self.source.name)

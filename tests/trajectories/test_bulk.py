@@ -333,8 +333,8 @@ def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypat
     else:
         original = bulk.event_sink
 
-        def sink_refusing_once():
-            sink = original()
+        def sink_refusing_once(**kwargs):
+            sink = original(**kwargs)
             if not calls:
                 calls.append("refused")
 
