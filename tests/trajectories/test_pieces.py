@@ -163,7 +163,7 @@ def test_the_next_import_discards_abandoned_pieces_and_nothing_else(tmp_path, ca
 
 def test_an_import_killed_mid_run_leaves_no_run_and_the_retry_imports_it_once(tmp_path):
     """A real SIGKILL of an importing process, after some pieces were committed."""
-    path = write_jsonl(tmp_path / "killed.jsonl", _big_run(n_sub=20, per_sub=2000))
+    path = write_jsonl(tmp_path / "killed.jsonl", _big_run(n_sub=20, per_sub=5000))  # 100,000 events
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
@@ -188,4 +188,4 @@ def test_an_import_killed_mid_run_leaves_no_run_and_the_retry_imports_it_once(tm
     report = import_paths(paths=[path])
     assert report.count("imported") == 1, report.results[0].message
     run = Run.objects.get()
-    assert Event.objects.count() == run.n_events == 40000 and PartialRun.objects.count() == 0
+    assert Event.objects.count() == run.n_events == 100000 and PartialRun.objects.count() == 0
