@@ -10,6 +10,7 @@ task and agent ids for the length of an import.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +31,8 @@ from .formats.records import (
     RunSource,
 )
 from .models import AgentSystem, Benchmark, ImportBatch, Run, Task
+
+logger = logging.getLogger(__name__)
 
 _FILE_KINDS = frozenset(("file_write", "tool_call"))
 
@@ -268,9 +271,15 @@ class RunWriter:
         return run
 
     def discard(self) -> None:
-        """After the caller rolled a failed run back: delete what the sink had already committed."""
-        if self.sink is not None:
+        """After the caller rolled a failed run back: delete what the sink had already committed.
+        Never raises over the run's own error: pieces it cannot delete now (a lost connection)
+        are deleted by a later import (bulk.discard_abandoned)."""
+        if self.sink is None:
+            return
+        try:
             self.sink.discard()
+        except Exception:
+            logger.exception("%s: could not delete the events of the failed run yet", self.source.name)
 
     def plan(self, records: Iterator) -> Plan:
         """Parse and validate the whole run in memory (plan_only writers)."""

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
 from tests.conftest import ctx, ev, header, t, write_jsonl
@@ -189,3 +189,15 @@ def test_an_import_killed_mid_run_leaves_no_run_and_the_retry_imports_it_once(tm
     assert report.count("imported") == 1, report.results[0].message
     run = Run.objects.get()
     assert Event.objects.count() == run.n_events == 100000 and PartialRun.objects.count() == 0
+
+
+def test_a_failure_to_delete_the_pieces_does_not_hide_the_runs_own_error(tmp_path, pieces, monkeypatch, caplog):
+    def unreachable(self):
+        raise DatabaseError("connection lost")
+
+    monkeypatch.setattr(bulk._SQLiteSink, "discard", unreachable)
+    lines = [*_big_run(), ev("nobody", 0, t(5))]
+    report = import_paths(paths=[write_jsonl(tmp_path / "late.jsonl", lines)])
+    assert "field 'context'" in report.results[0].message  # the run's own error, reported as usual
+    assert "could not delete the events of the failed run yet" in caplog.text
+    assert (Run.objects.count(), PartialRun.objects.count()) == (0, 1)  # left for the next import to delete
