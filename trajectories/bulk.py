@@ -463,8 +463,10 @@ class EventSink:
         """Stop after a failure; the caller rolls the run back."""
         self.buffer = []
 
-    def discard(self) -> None:
-        """After the rollback of a failed run: delete what was already committed (SQLite pieces)."""
+    def discard(self) -> bool:
+        """After the rollback of a failed run: delete what was already committed (SQLite pieces);
+        whether there was anything."""
+        return False
 
     def _flush(self) -> None:
         rows, self.buffer = self.buffer, []
@@ -707,11 +709,13 @@ class _SQLiteSink(EventSink):
         self.buffer = []
         self.writer.abort()
 
-    def discard(self) -> None:
-        if self.partial is not None and self.committed:
-            with transaction.atomic():
-                Event.objects.filter(run_id=self.partial.run_id).delete()
-                PartialRun.objects.filter(pk=self.partial.pk).delete()
+    def discard(self) -> bool:
+        if self.partial is None or not self.committed:
+            return False
+        with transaction.atomic():
+            Event.objects.filter(run_id=self.partial.run_id).delete()
+            PartialRun.objects.filter(pk=self.partial.pk).delete()
+        return True
 
 
 class _PostgresSink(EventSink):

@@ -66,8 +66,8 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
             with transaction.atomic():
                 run = writer.write(parser_for(source.format).parse(source))
         except BaseException:
-            lookups.forget()
             writer.discard()
+            lookups.forget()
             raise
     except FormatError as exc:
         return RunResult(source.name, "failed", message=exc.describe())

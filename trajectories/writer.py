@@ -17,6 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
+
 from . import bulk, metrics
 from .formats.records import (
     CONCURRENT,
@@ -97,14 +100,35 @@ class Lookups:
         self.tasks: dict[tuple[int, str], Task] = {}
         self.agents: dict[str, int] = {}
         self._pending: list[tuple[dict, object]] = []
+        self._created: list[Benchmark | Task | AgentSystem] = []  # by the run being written, one by one
 
     def keep(self) -> None:
         self._pending = []
+        self._created = []
 
     def forget(self) -> None:
         for cache, key in self._pending:
             cache.pop(key, None)
         self._pending = []
+        self._created = []
+
+    def delete_created(self) -> None:
+        """Delete the benchmark, task and agent rows the run being written created, where nothing
+        uses them: a run committed in pieces (bulk._SQLiteSink) that then failed had committed
+        them with its first piece, and a filter list would show a benchmark that has no run."""
+        for obj in reversed(self._created):  # a task before its benchmark
+            if isinstance(obj, Task):
+                users = Run.objects.filter(task=obj)
+            elif isinstance(obj, AgentSystem):
+                users = Run.objects.filter(agent=obj)
+            else:
+                users = Task.objects.filter(benchmark=obj)
+            try:
+                with transaction.atomic():
+                    if not users.exists():
+                        obj.delete()
+            except (IntegrityError, ProtectedError):  # another import has just started to use it
+                continue
 
     def _remember(self, cache: dict, key, value) -> None:
         cache[key] = value
@@ -146,17 +170,22 @@ class Lookups:
     def task(self, header: RunHeader, *, name: str) -> Task:
         benchmark_id = self.benchmarks.get(header.benchmark)
         if benchmark_id is None:
-            benchmark_id = Benchmark.objects.get_or_create(name=header.benchmark)[0].pk
+            benchmark, created = Benchmark.objects.get_or_create(name=header.benchmark)
+            benchmark_id = benchmark.pk
             self._remember(self.benchmarks, header.benchmark, benchmark_id)
+            if created:
+                self._created.append(benchmark)
         key = (benchmark_id, header.task_id)
         task = self.tasks.get(key)
         if task is None:
-            task = Task.objects.select_related("benchmark").get_or_create(
+            task, created = Task.objects.select_related("benchmark").get_or_create(
                 benchmark_id=benchmark_id,
                 external_id=header.task_id,
                 defaults={"difficulty": header.difficulty, "prompt_sha256": header.prompt_sha256},
-            )[0]
+            )
             self._remember(self.tasks, key, task)
+            if created:
+                self._created.append(task)
         if (header.difficulty and not task.difficulty) or (header.prompt_sha256 and not task.prompt_sha256):
             task.difficulty = task.difficulty or header.difficulty
             task.prompt_sha256 = task.prompt_sha256 or header.prompt_sha256
@@ -174,10 +203,13 @@ class Lookups:
     def agent(self, header: RunHeader) -> int:
         agent_id = self.agents.get(header.agent)
         if agent_id is None:
-            agent_id = AgentSystem.objects.get_or_create(
+            agent, created = AgentSystem.objects.get_or_create(
                 name=header.agent, defaults={"backbone_model": header.backbone_model}
-            )[0].pk
+            )
+            agent_id = agent.pk
             self._remember(self.agents, header.agent, agent_id)
+            if created:
+                self._created.append(agent)
         return agent_id
 
 
@@ -277,7 +309,8 @@ class RunWriter:
         if self.sink is None:
             return
         try:
-            self.sink.discard()
+            if self.sink.discard():
+                self.lookups.delete_created()
         except Exception:
             logger.exception("%s: could not delete the events of the failed run yet", self.source.name)
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from tests.conftest import ctx, ev, header, t, write_jsonl
 from trajectories import bulk
-from trajectories.models import AgentContext, Benchmark, Event, PartialRun, Run
+from trajectories.models import AgentContext, AgentSystem, Benchmark, Event, PartialRun, Run, Task
 from trajectories.services import import_paths
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,6 +118,8 @@ def test_a_run_that_fails_after_pieces_were_committed_leaves_nothing(tmp_path, p
     assert f"late.jsonl:{len(lines)}: field 'context'" in report.results[0].message
     assert len(snapshots) == 11 and snapshots[-1]["events"] == 231  # pieces had been committed ...
     assert _others_see() == {"runs": 0, "contexts": 0, "events": 0, "partial": []}  # ... and are gone
+    # so are the benchmark, task and agent rows the run had created (committed with its first piece)
+    assert (Benchmark.objects.count(), Task.objects.count(), AgentSystem.objects.count()) == (0, 0, 0)
     # the same file, corrected, imports once
     retry = import_paths(paths=[write_jsonl(tmp_path / "late.jsonl", lines[:-1])])
     assert retry.count("imported") == 1 and Event.objects.count() == 240
@@ -201,3 +203,14 @@ def test_a_failure_to_delete_the_pieces_does_not_hide_the_runs_own_error(tmp_pat
     assert "field 'context'" in report.results[0].message  # the run's own error, reported as usual
     assert "could not delete the events of the failed run yet" in caplog.text
     assert (Run.objects.count(), PartialRun.objects.count()) == (0, 1)  # left for the next import to delete
+
+
+def test_a_failed_run_in_pieces_keeps_the_rows_it_did_not_create(tmp_path, pieces):
+    earlier = import_paths(paths=[write_jsonl(tmp_path / "a" / "small.jsonl", _big_run(n_sub=1, per_sub=3, task="t0"))])
+    assert earlier.count("imported") == 1
+    before = (Benchmark.objects.count(), Task.objects.count(), AgentSystem.objects.count())
+    lines = [*_big_run(task="t9"), ev("nobody", 0, t(5))]  # same benchmark and agent, a new task
+    report = import_paths(paths=[write_jsonl(tmp_path / "b" / "late.jsonl", lines)])
+    assert report.results[0].status == "failed"
+    assert (Benchmark.objects.count(), Task.objects.count(), AgentSystem.objects.count()) == before
+    assert list(Task.objects.values_list("external_id", flat=True)) == ["t0"]
