@@ -380,11 +380,16 @@ def discard_abandoned() -> list[str]:
         alive = partial.heartbeat_at >= stale and not (partial.host == here and _process_gone(partial.pid))
         if alive:
             continue
-        with transaction.atomic():
-            Event.objects.filter(run_id=partial.run_id).delete()
-            partial.delete()
+        _delete_pieces(partial)
         discarded.append(str(partial))
     return discarded
+
+
+def _delete_pieces(partial: PartialRun) -> None:
+    """The committed events of a run that will not be completed, and its PartialRun row."""
+    with transaction.atomic():
+        Event.objects.filter(run_id=partial.run_id).delete()
+        PartialRun.objects.filter(pk=partial.pk).delete()
 
 
 def _process_gone(pid: int) -> bool:
@@ -393,7 +398,7 @@ def _process_gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     except PermissionError:  # alive, another user's
-        return False
+        pass
     return False
 
 
@@ -410,6 +415,7 @@ class EventSink:
         self.conn = conn
         self.buffer: list[tuple] = []
         self._next_id: int | None = None
+        self._reserved: list[int] = []  # context ids drawn in a block, next last
 
     def context_id(self) -> int:
         """A fresh AgentContext primary key; the row itself is written later by `insert_contexts`."""
@@ -417,6 +423,17 @@ class EventSink:
             self._next_id = _max_id(self.conn, AgentContext)
         self._next_id += 1
         return self._next_id
+
+    def _reserved_context_id(self) -> int:
+        """`context_id` for sinks that must reserve ids before using them (allocate_ids, ID_BLOCK
+        at a time): the connection is handed back first (`_release`)."""
+        if not self._reserved:
+            self._release()
+            self._reserved = allocate_ids(AgentContext, ID_BLOCK)[::-1]
+        return self._reserved.pop()
+
+    def _release(self) -> None:
+        """Make the connection free for another statement."""
 
     def add(self, row: tuple) -> None:
         self.buffer.append(row)
@@ -621,17 +638,12 @@ class _SQLiteSink(EventSink):
         self.partial = partial
         self.uncommitted = 0  # events since the last piece
         self.committed = False  # a piece has been committed: discard() must delete it
-        self._block_end = 0
 
     def context_id(self) -> int:
-        if self.partial is None:
-            return super().context_id()
-        if self._next_id is None or self._next_id >= self._block_end:
-            self.writer.wait()  # the connection is this thread's again
-            block = allocate_ids(AgentContext, ID_BLOCK)
-            self._next_id, self._block_end = block[0] - 1, block[-1]
-        self._next_id += 1
-        return self._next_id
+        return super().context_id() if self.partial is None else self._reserved_context_id()
+
+    def _release(self) -> None:
+        self.writer.wait()
 
     def _job(self, rows: list[tuple]) -> _Job:
         return _json_insert_sql(Event, EVENT_COLUMNS), (_json_text(rows),), len(rows)
@@ -712,9 +724,7 @@ class _SQLiteSink(EventSink):
     def discard(self) -> bool:
         if self.partial is None or not self.committed:
             return False
-        with transaction.atomic():
-            Event.objects.filter(run_id=self.partial.run_id).delete()
-            PartialRun.objects.filter(pk=self.partial.pk).delete()
+        _delete_pieces(self.partial)
         return True
 
 
@@ -723,7 +733,6 @@ class _PostgresSink(EventSink):
 
     def __init__(self, conn):
         super().__init__(conn)
-        self.ids: list[int] = []
         self.cursor = None
         self.copy_cm = None
         self.copy = None
@@ -735,10 +744,10 @@ class _PostgresSink(EventSink):
             return cursor.rowcount
 
     def context_id(self) -> int:
-        if not self.ids:
-            self._close()  # no other statement while a COPY is open
-            self.ids = allocate_ids(AgentContext, ID_BLOCK)[::-1]
-        return self.ids.pop()
+        return self._reserved_context_id()
+
+    def _release(self) -> None:
+        self._close()  # no other statement while a COPY is open
 
     def add(self, row: tuple) -> None:
         if self.copy is None:
