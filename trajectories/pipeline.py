@@ -73,7 +73,7 @@ class GroupImporter:
 
     # -- driver ------------------------------------------------------------------------
     def run(self) -> None:
-        with bulk.quick_handoff():
+        with bulk.import_runtime():
             self._run()
 
     def _run(self) -> None:
