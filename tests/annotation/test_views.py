@@ -65,6 +65,8 @@ def test_annotate_page_shows_pair_and_picker(study, trio, django_assert_max_num_
     assert response.status_code == 200
     assert "Final-Tree Overwrite" in body and body.count('name="code"') == 32
     assert "concurrent" in body and "sequential" in body and "timeline-slot" in body
+    # opening a run stores nothing, and the page does not claim otherwise
+    assert "Not saved yet" in body and "Saved ·" not in body and not Annotation.objects.filter(assignment=assignment)
 
 
 def test_autosave_and_conflict(study, trio, codebook):

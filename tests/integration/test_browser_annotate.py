@@ -17,6 +17,7 @@ def test_code_a_run_with_the_keyboard(page, live_server, study, trio):  # noqa: 
     page.locator("a.button", has_text="Next run").focus()
     page.keyboard.press("Enter")
     page.wait_for_selector("#annotation-form")
+    page.wait_for_load_state()  # the keyboard handlers (a deferred script) are in place
     assignment_id = int(page.url.rstrip("/").split("/")[-1])
     page.keyboard.press("/")  # focus the code search
     page.keyboard.type("same-file")
