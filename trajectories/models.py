@@ -161,8 +161,16 @@ class AgentContext(models.Model):
         MAIN = "main"
         SUB = "sub"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="contexts")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    # Written only by the importer (after checking that every parent is declared in the run),
+    # in its run's transaction, and deleted only through the ORM's cascade from Run or the
+    # parent: as for Event, no database-level foreign keys — PostgreSQL checked both per row at
+    # commit, locking the run's row each time (~0.1 s of the study corpus's import) — and no
+    # index on `run` alone: the unique (run, external_id) leads with it. Tested: no context is
+    # ever orphaned (tests/trajectories/test_bulk.py).
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="contexts", db_index=False, db_constraint=False)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children", db_constraint=False
+    )
     external_id = models.CharField(max_length=255)
     role = models.CharField(max_length=4, choices=Role.choices)
     label = models.TextField(blank=True, default="")

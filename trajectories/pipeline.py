@@ -3,11 +3,11 @@
 A study corpus is thousands of small runs (~80 events each), so a run's fixed costs —
 its statements, its savepoint, its commit — would dominate. Small runs are therefore parsed
 and validated completely in memory (`RunWriter(plan_only=True)`: no database access), then a
-group of them is written with a handful of statements: one for the runs, one for their
-contexts, one for all their events (`EventSink.send_group`). The events — and on SQLite the
-runs and contexts too — are written by a background statement *while the next group is
-parsed*; the group commits when they are done. The first groups are small (16, then 64 runs),
-since nothing can be written while the first one is planned.
+group of them is written at once (`EventSink.send_group`): its runs, contexts and events by
+background statements *while the next group is parsed* (on PostgreSQL one statement, which
+also draws the ids; on SQLite three), and the group commits when they are done. A group closes
+early once the database has finished the one before (see _EARLY_CLOSE_RUNS), so that neither
+side waits for the other longer than it must.
 
 Guarantees are those of importing each run in its own transaction:
   * a run that fails validation stores nothing and does not affect the others;
@@ -31,10 +31,15 @@ from django.db import DatabaseError, transaction
 from . import bulk
 from .formats.detect import parser_for
 from .formats.records import FormatError, RunSource
-from .models import AgentContext, ImportBatch, Run
+from .models import ImportBatch, Run
 from .writer import DUPLICATE_MESSAGE, Lookups, Plan, RunResult, RunWriter, clash_error, content_hash, unreadable
 
+# A group closes at settings.PARALLAX_IMPORT_GROUP_RUNS runs or GROUP_BYTES of source, or earlier,
+# once it holds these many runs (the first group: nothing is being written while it is planned),
+# as soon as the database has finished writing the group before it: the database never waits
+# while runs it could write sit parsed, and groups stay large while the database is the slower.
 _FIRST_GROUP_RUNS = 16
+_EARLY_CLOSE_RUNS = 64
 
 
 @dataclass
@@ -43,6 +48,16 @@ class _Group:
 
     entries: list[tuple[int, RunSource]] = field(default_factory=list)  # (position, source)
     nbytes: int = 0
+
+
+@dataclass
+class _Planned:
+    """A group parsed and validated: its plans, and the sizes of the id blocks it needs (run
+    and context indexes; those of runs that failed stay unused)."""
+
+    plans: list[tuple[int, Plan]]
+    n_runs: int
+    n_contexts: int
 
 
 class GroupImporter:
@@ -66,9 +81,6 @@ class GroupImporter:
         self._written: list[tuple[int, Plan]] = []
         self._pending_results: list[tuple[int, object]] = []
         self._after: list[tuple[int, RunSource]] = []  # second copies, imported alone after the group
-        # size of the id blocks the group being planned needs (run and context indexes)
-        self._n_runs = 0
-        self._n_contexts = 0
         self._groups = 0  # groups formed so far
 
     # -- driver ------------------------------------------------------------------------
@@ -87,9 +99,11 @@ class GroupImporter:
                     position += 1
                     self.report(position, self.run_import(source=source, batch=self.batch, lookups=self.lookups))
                     continue
-                plans = self._plan(group)
+                formed = len(group.entries)
+                planned = self._plan(group)
+                position -= formed - planned.n_runs  # closed early: the rest goes to the next group
                 self._commit()
-                self._write(plans)
+                self._write(planned)
             self._commit()
         except BaseException:
             self._abandon()
@@ -97,14 +111,13 @@ class GroupImporter:
 
     def _next_group(self, position: int) -> tuple[_Group | None, int]:
         # settings.PARALLAX_IMPORT_*: a source is "small" (planned in memory, written in a group)
-        # below SMALL_RUN_BYTES; a group closes at GROUP_RUNS runs or GROUP_BYTES of source.
+        # below SMALL_RUN_BYTES; a group holds at most GROUP_RUNS runs and GROUP_BYTES of source
+        # (and closes earlier while it is planned: see _EARLY_CLOSE_RUNS).
         group = _Group()
-        # The first groups are small: nothing is written while the first one is planned.
-        limit = min(settings.PARALLAX_IMPORT_GROUP_RUNS, _FIRST_GROUP_RUNS * 4**self._groups)
         self._groups += 1
         while (
             position < len(self.sources)
-            and len(group.entries) < limit
+            and len(group.entries) < settings.PARALLAX_IMPORT_GROUP_RUNS
             and group.nbytes < settings.PARALLAX_IMPORT_GROUP_BYTES
         ):
             source = self.sources[position]
@@ -117,40 +130,44 @@ class GroupImporter:
         return (group if group.entries else None), position
 
     # -- planning (no database) ---------------------------------------------------------
-    def _plan(self, group: _Group) -> list[tuple[int, Plan]]:
-        digests: dict[int, str] = {}
-        for pos, source in group.entries:
-            try:
-                digests[pos] = content_hash(source.files, display=source.display)
-            except OSError as exc:
-                self._pending_results.append((pos, unreadable(source, exc)))
+    def _plan(self, group: _Group) -> _Planned:
         # (the previous group's events may still be being written: no query here)
         plans: list[tuple[int, Plan]] = []
-        self._n_contexts = 0
+        n_contexts = 0
         for index, (pos, source) in enumerate(group.entries):
-            if pos not in digests:
+            if index >= (_FIRST_GROUP_RUNS if self._groups == 1 else _EARLY_CLOSE_RUNS) and not self._writing():
+                group.entries = group.entries[:index]  # the database is idle: hand it what is ready
+                break
+            try:
+                digest = content_hash(source.files, display=source.display)
+            except OSError as exc:
+                self._pending_results.append((pos, unreadable(source, exc)))
                 continue
             writer = RunWriter(
-                source, digests[pos], self.batch, None, plan_only=True, run_index=index, context_base=self._n_contexts
+                source, digest, self.batch, None, plan_only=True, run_index=index, context_base=n_contexts
             )
             try:
                 plans.append((pos, writer.plan(parser_for(source.format).parse(source))))
             except FormatError as exc:
                 self._pending_results.append((pos, RunResult(source.name, "failed", message=exc.describe())))
             if writer.sink is not None:
-                self._n_contexts = writer.sink.next_context  # indexes of failed runs stay unused
-        self._n_runs = len(group.entries)
-        return plans
+                n_contexts = writer.sink.next_context  # indexes of failed runs stay unused
+        return _Planned(plans, len(group.entries), n_contexts)
+
+    def _writing(self) -> bool:
+        """Whether the database is still writing the group in flight."""
+        return self._sink is not None and self._sink.busy()
 
     # -- writing ------------------------------------------------------------------------
-    def _write(self, plans: list[tuple[int, Plan]]) -> None:
+    def _write(self, planned: _Planned) -> None:
         """Write a group's runs and contexts now and start its events; commit comes later."""
+        plans = planned.plans
         self._atomic = transaction.atomic()
         self._atomic.__enter__()
         self._savepoint = transaction.savepoint_create()
         try:
             ready, results, later = self._select(plans)
-            self._store(ready)
+            self._store(ready, planned)
         except DatabaseError:
             # Refused (a concurrent import of the same runs): import them one by one instead.
             self._fall_back([(pos, plan.source) for pos, plan in plans])
@@ -197,20 +214,17 @@ class GroupImporter:
             results.append((pos, RunResult(plan.source.name, "failed", message=error.describe())))
         return kept, results, later
 
-    def _store(self, ready: list[tuple[int, Plan]]) -> None:
+    def _store(self, ready: list[tuple[int, Plan]], planned: _Planned) -> None:
         if not ready:
             return
-        run_ids = bulk.allocate_ids(Run, self._n_runs)
-        context_ids = bulk.allocate_ids(AgentContext, self._n_contexts)
-        for _, plan in ready:
-            plan.run.pk = run_ids[plan.run_index]
         contexts = [row for _, plan in ready for row in plan.contexts]
         events = [row for _, plan in ready for row in plan.events]
         for _, plan in ready:
             plan.contexts, plan.events = [], []
         self._written = ready
         self._sink = bulk.event_sink()
-        self._sink.send_group([plan.run for _, plan in ready], contexts, events, run_ids, context_ids)
+        runs = [(plan.run_index, plan.run) for _, plan in ready]
+        self._sink.send_group(runs, contexts, events, planned.n_runs, planned.n_contexts)
 
     def _fall_back(self, retry: list[tuple[int, RunSource]]) -> None:
         if self._sink is not None:

@@ -77,6 +77,10 @@ def test_rows_read_back_exactly(tmp_path, flush_rows, monkeypatch):
                 "streamed in batches": [("parallax-sqlite-writer", 1)] * 14 + [("MainThread", 1)],
             }[flush_rows]
         )
+    else:
+        # Grouped: one statement in the writer thread (the ids, the run, its contexts and events)
+        # while the next group is parsed. Streamed: one COPY from the importer's thread.
+        assert writers == ([("parallax-postgres-writer", 1)] if flush_rows.startswith("grouped") else [])
     run = Run.objects.get()
     stored = list(
         Event.objects.filter(run=run)
@@ -152,6 +156,33 @@ def test_a_parse_error_mid_stream_waits_for_the_writer_and_rolls_back(tmp_path, 
     assert not [th for th in threading.enumerate() if th.name == "parallax-sqlite-writer"]
 
 
+def test_grouped_and_streamed_runs_store_the_same_rows(settings):
+    """Groups write runs and contexts another way than streamed runs (on PostgreSQL from jsonb
+    documents that the server casts, bulk._pg_group_sql): every stored value must be the same,
+    for the real native logs of every format (warnings, outcomes, sub-agents)."""
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+
+    def stored() -> tuple[list, list]:
+        runs = list(Run.objects.order_by("source_name").values(*(f.attname for f in Run._meta.concrete_fields)))
+        contexts = list(
+            AgentContext.objects.order_by("run__source_name", "position").values(
+                "run__source_name", "parent__external_id", *(f.attname for f in AgentContext._meta.concrete_fields)
+            )
+        )
+        for row in runs + contexts:
+            for key in ("id", "imported_at", "run_id", "parent_id"):
+                row.pop(key, None)
+        return runs, contexts
+
+    assert import_paths(paths=[real]).count("imported") == 6
+    grouped = stored()
+    Run.objects.all().delete()
+    settings.PARALLAX_IMPORT_SMALL_RUN_BYTES = 0
+    import_paths(paths=[real])
+    assert stored() == grouped
+    assert any(run["warnings"] for run in grouped[0]) and any(c["parent__external_id"] for c in grouped[1])
+
+
 def test_generic_insert_matches_the_orm():
     from trajectories.models import AgentSystem, Benchmark, Task
 
@@ -190,21 +221,31 @@ def test_backend_under_test():
     assert Path(bulk.__file__).name == "bulk.py"
 
 
-def test_deleting_runs_and_contexts_leaves_no_event_behind(tmp_path):
-    """Event keys carry no database constraint (bulk.py, models.py): the ORM's cascade is what
-    removes a run's events, so it must, for a run and for a single context."""
+@pytest.mark.parametrize("path", ["grouped", "streamed"])
+def test_deleting_runs_and_contexts_leaves_no_context_or_event_behind(tmp_path, settings, path):
+    """Context and event keys carry no database constraint (models.py): the ORM's cascade is what
+    removes a run's contexts and events, and a context's sub-agents and events, so it must."""
+    if path == "streamed":
+        settings.PARALLAX_IMPORT_SMALL_RUN_BYTES = 0
     write_jsonl(tmp_path / "a.jsonl", _wide_run(n_sub=2, per_sub=3))
     write_jsonl(
         tmp_path / "b.jsonl",
         [{**line, "mode": "sequential"} if line["type"] == "run" else line for line in _wide_run(2, 2)],
     )
+    write_jsonl(tmp_path / "c.jsonl", _wide_run(n_sub=2, per_sub=1, task="t-3"))
     import_paths(paths=[tmp_path])
-    first, second = Run.objects.order_by("pk")
+    first, second, third = Run.objects.order_by("source_name")
     AgentContext.objects.filter(run=second, external_id="sub-0").delete()
+    AgentContext.objects.filter(run=third, external_id="main").delete()  # its sub-agents go with it
     first.delete()
+    assert sorted(AgentContext.objects.values_list("run_id", "external_id")) == [
+        (second.pk, "main"),
+        (second.pk, "sub-1"),
+    ]
     assert set(Event.objects.values_list("run_id", flat=True)) == {second.pk}
     live = set(AgentContext.objects.values_list("pk", flat=True))
     assert set(Event.objects.values_list("context_id", flat=True)) <= live
+    assert set(AgentContext.objects.exclude(parent=None).values_list("parent_id", flat=True)) <= live
 
 
 def test_runs_commit_in_groups_and_a_crash_reports_nothing_uncommitted(tmp_path, monkeypatch, settings):
@@ -240,21 +281,44 @@ def test_runs_commit_in_groups_and_a_crash_reports_nothing_uncommitted(tmp_path,
     assert Event.objects.count() == 0 and Run.objects.count() == 5
 
 
-def test_the_first_groups_are_small_so_writing_starts_early(tmp_path, monkeypatch):
-    """Nothing is written while the first group is planned: it holds 16 runs, the next 64, then
-    PARALLAX_IMPORT_GROUP_RUNS (250)."""
-    for i in range(100):
+@pytest.mark.parametrize("database", ["still writing", "idle"])
+def test_groups_grow_while_the_database_writes_and_close_early_when_it_is_idle(
+    tmp_path, monkeypatch, settings, database
+):
+    """The first group holds 16 runs: nothing is written while it is planned. Later groups grow
+    to PARALLAX_IMPORT_GROUP_RUNS while the database is still writing the group before, and
+    close at 64 runs as soon as it has finished, so that it does not wait idle."""
+    for i in range(200):
         write_jsonl(tmp_path / f"r{i:03}.jsonl", [header(task=f"t{i}"), ctx("main", start=t(0), end=t(1))])
+    settings.PARALLAX_IMPORT_GROUP_RUNS = 100
+    # a group in flight is still being written, or has always been written already
+    monkeypatch.setattr(
+        pipeline.GroupImporter, "_writing", lambda self: database == "still writing" and self._sink is not None
+    )
     sizes: list[int] = []
     original = pipeline.GroupImporter._write
 
-    def spy(self, plans):
-        sizes.append(len(plans))
-        return original(self, plans)
+    def spy(self, planned):
+        sizes.append(len(planned.plans))
+        return original(self, planned)
 
     monkeypatch.setattr(pipeline.GroupImporter, "_write", spy)
-    assert import_paths(paths=[tmp_path]).count("imported") == 100
-    assert sizes == [16, 64, 20]
+    report = import_paths(paths=[tmp_path])
+    assert report.count("imported") == 200 and Run.objects.count() == 200
+    assert [r.source for r in report.results] == [f"r{i:03}.jsonl" for i in range(200)]
+    assert sizes == ([16, 100, 84] if database == "still writing" else [16, 64, 64, 56])
+
+
+def test_the_background_writer_tells_whether_it_is_still_writing():
+    """What closes a group early (pipeline.GroupImporter._writing): the sink's writer thread."""
+    release = threading.Event()
+    writer = bulk._Background(connection, lambda sql, params: release.wait() and 1, "test-writer")
+    assert not writer.busy()
+    writer.start([("a statement", (), 1)])
+    assert writer.busy()
+    release.set()
+    writer.wait()
+    assert not writer.busy()
 
 
 def test_an_import_hands_the_gil_over_quickly_pauses_the_collector_and_restores_both(tmp_path, monkeypatch):
@@ -340,18 +404,24 @@ def test_a_group_the_database_refuses_is_imported_run_by_run(tmp_path, monkeypat
 
         monkeypatch.setattr(bulk, "_stored", refuse_once)
     elif refused == "run ids":
-        # a real primary-key collision raised by the database itself (COPY on PostgreSQL)
+        # a real primary-key collision raised by the database itself
         taken = import_paths(paths=[write_jsonl(tmp_path / "x" / "taken.jsonl", [header(task="x"), ctx("main")])])
-        original = bulk.allocate_ids
+        taken_id = taken.results[0].run_id
+        if connection.vendor == "postgresql":  # the group's statement draws its ids from the sequence
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT setval(pg_get_serial_sequence('trajectories_run', 'id'), %s)", [taken_id - 1])
+            calls.append("collide")
+        else:
+            original = bulk.allocate_ids
 
-        def colliding(model, n):
-            ids = original(model, n)
-            if model is Run and not calls:
-                calls.append("collide")
-                ids[0] = taken.results[0].run_id
-            return ids
+            def colliding(model, n):
+                ids = original(model, n)
+                if model is Run and not calls:
+                    calls.append("collide")
+                    ids[0] = taken_id
+                return ids
 
-        monkeypatch.setattr(bulk, "allocate_ids", colliding)
+            monkeypatch.setattr(bulk, "allocate_ids", colliding)
     elif refused == "tasks":
         # another import creates the same task between our lookup and our INSERT: a real
         # IntegrityError, raised inside the ORM's own atomic block (which marks the transaction)
