@@ -426,6 +426,8 @@ class EventSink:
     query on it until `finish()` or `abort()` has returned.
     """
 
+    writer: _Background | None = None  # the background statements, in sinks that have them
+
     def __init__(self, conn):
         self.conn = conn
         self.buffer: list[tuple] = []
@@ -506,7 +508,7 @@ class EventSink:
 
     def busy(self) -> bool:
         """Whether rows already sent are still being written in the background."""
-        return False
+        return self.writer is not None and self.writer.busy()
 
     def finish(self) -> None:
         self._flush()
@@ -683,9 +685,6 @@ class _SQLiteSink(EventSink):
     def _release(self) -> None:
         self.writer.wait()
 
-    def busy(self) -> bool:
-        return self.writer.busy()
-
     def _job(self, rows: list[tuple]) -> _Job:
         return _json_insert_sql(Event, EVENT_COLUMNS), (_json_text(rows),), len(rows)
 
@@ -796,9 +795,6 @@ class _PostgresSink(EventSink):
 
     def _release(self) -> None:
         self._close()  # no other statement while a COPY is open
-
-    def busy(self) -> bool:
-        return self.writer.busy()
 
     def add(self, row: tuple) -> None:
         if self.copy is None:
