@@ -157,9 +157,10 @@ def test_a_parse_error_mid_stream_waits_for_the_writer_and_rolls_back(tmp_path, 
 
 
 def test_grouped_and_streamed_runs_store_the_same_rows(settings):
-    """Groups write runs and contexts another way than streamed runs (on PostgreSQL from jsonb
-    documents that the server casts, bulk._pg_group_sql): every stored value must be the same,
-    for the real native logs of every format (warnings, outcomes, sub-agents)."""
+    """Groups write their rows another way than streamed runs (on PostgreSQL from jsonb documents
+    that the server casts, bulk._pg_group_sql, against a binary COPY): every stored value must be
+    the same, for the real native logs of every format (warnings, outcomes, sub-agents, events
+    without timestamps, files, non-ASCII and control characters in texts)."""
     real = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
     def stored() -> tuple[list, list]:
@@ -172,7 +173,21 @@ def test_grouped_and_streamed_runs_store_the_same_rows(settings):
         for row in runs + contexts:
             for key in ("id", "imported_at", "run_id", "parent_id"):
                 row.pop(key, None)
-        return runs, contexts
+        events = list(
+            Event.objects.order_by("run__source_name", "context__position", "seq").values_list(
+                "run__source_name",
+                "context__external_id",
+                "seq",
+                "timestamp",
+                "kind",
+                "tool",
+                "text",
+                "files",
+                "target",
+                "source_line",
+            )
+        )
+        return runs, contexts, events
 
     assert import_paths(paths=[real]).count("imported") == 6
     grouped = stored()
@@ -181,6 +196,8 @@ def test_grouped_and_streamed_runs_store_the_same_rows(settings):
     import_paths(paths=[real])
     assert stored() == grouped
     assert any(run["warnings"] for run in grouped[0]) and any(c["parent__external_id"] for c in grouped[1])
+    events = grouped[2]
+    assert len(events) > 100 and any(e[3] is None for e in events) and any(e[7] for e in events)
 
 
 def test_generic_insert_matches_the_orm():
