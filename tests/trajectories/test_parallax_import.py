@@ -97,6 +97,27 @@ def test_wrong_outcome_type(tmp_path):
     _fails(tmp_path, lines, "bad.jsonl:1", "outcomes.tests_passed")
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(
+    ("where", "value", "field"),
+    [("seq", 2**31, "field 'seq'"), ("seq", 2**32 + 5, "field 'seq'"), ("tests_total", 2**31, "tests_total")],
+)
+def test_integers_beyond_what_the_database_holds(tmp_path, settings, streamed, where, value, field):
+    """Values the integer columns cannot hold are input errors naming the field, on every database
+    and path: PostgreSQL used to refuse the row with a DataError that stopped the whole import, and
+    its binary COPY would wrap 2**32 + 5 to 5 without a word."""
+    if streamed:
+        settings.PARALLAX_IMPORT_SMALL_RUN_BYTES = 0
+    lines = simple_run()
+    if where == "seq":
+        lines[2] = ev("main", value, t(0))
+        line = "bad.jsonl:3"
+    else:
+        lines[0] = header(tests_passed=1, tests_total=value)
+        line = "bad.jsonl:1"
+    _fails(tmp_path, lines, line, field, f"at most {2**31 - 1}")
+
+
 def test_missing_field(tmp_path):
     lines = simple_run()
     del lines[0]["mode"]

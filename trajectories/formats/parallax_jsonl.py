@@ -26,7 +26,11 @@ from .records import (
 
 FORMAT_TAG = "parallax/1"
 
-_INT_OUTCOMES = ("tests_passed", "tests_total", "shell_calls", "tokens")
+# The largest values the integer columns hold (PositiveIntegerField, PositiveBigIntegerField).
+# Larger ones are input errors: PostgreSQL would refuse the row, and a binary COPY wrap the value.
+MAX_INT = 2**31 - 1
+MAX_BIGINT = 2**63 - 1
+_INT_OUTCOMES = {"tests_passed": MAX_INT, "tests_total": MAX_INT, "shell_calls": MAX_INT, "tokens": MAX_BIGINT}
 
 
 def looks_like(first_line: Any) -> bool:
@@ -161,7 +165,7 @@ def validate_outcomes(outcomes: Any, *, name: str, line: int | None, prefix: str
     if not isinstance(outcomes, dict):
         raise FormatError("expected an object", file=name, line=line, field=prefix)
     clean: dict[str, object] = {}
-    for key in _INT_OUTCOMES:
+    for key, limit in _INT_OUTCOMES.items():
         value = outcomes.get(key)
         if value is None:
             continue
@@ -169,6 +173,8 @@ def validate_outcomes(outcomes: Any, *, name: str, line: int | None, prefix: str
             raise FormatError(
                 f"expected a non-negative integer, got {value!r}", file=name, line=line, field=f"{prefix}.{key}"
             )
+        if value > limit:
+            raise FormatError(f"too large: at most {limit}, got {value}", file=name, line=line, field=f"{prefix}.{key}")
         clean[key] = value
     for key in ("duration_s", "test_pass"):
         value = outcomes.get(key)
@@ -239,7 +245,7 @@ def parse_event(obj: dict, *, name: str, line: int) -> EventRecord:
     if (
         type(context) is str
         and type(seq) is int
-        and seq >= 0
+        and 0 <= seq <= MAX_INT
         and kind in _EVENT_KIND_SET
         and type(files) is list
         and all(type(f) is str for f in files)
@@ -266,6 +272,8 @@ def _parse_event_checked(obj: dict, *, name: str, line: int) -> EventRecord:
     seq = _require(obj, "seq", int, name=name, line=line)
     if seq < 0:
         raise FormatError("must be a non-negative integer", file=name, line=line, field="seq")
+    if seq > MAX_INT:
+        raise FormatError(f"too large: at most {MAX_INT}, got {seq}", file=name, line=line, field="seq")
     kind = _require(obj, "kind", str, name=name, line=line)
     if kind not in EVENT_KINDS:
         raise FormatError(f"unknown kind {kind!r}; one of {', '.join(EVENT_KINDS)}", file=name, line=line, field="kind")
