@@ -267,11 +267,8 @@ def allocate_ids(model: type[models.Model], n: int) -> list[int]:
     conn = connection_for(model)
     with conn.cursor() as cursor:
         if conn.vendor == "postgresql":
-            cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-                [model._meta.db_table, n],
-            )
-            return [row[0] for row in cursor.fetchall()]
+            cursor.execute(f"SELECT {_pg_draw_ids(model)}", [n])
+            return cursor.fetchone()[0]
         # Take SQLite's write lock now (a write statement does, even one that changes nothing),
         # so that nobody else can insert between reading the highest id and using the next ones.
         qn = conn.ops.quote_name
@@ -284,6 +281,12 @@ def allocate_ids(model: type[models.Model], n: int) -> list[int]:
         if cursor.rowcount == 0:
             cursor.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (%s, %s)", [table, base + n])
     return list(range(base + 1, base + n + 1))
+
+
+def _pg_draw_ids(model: type[models.Model]) -> str:
+    """PostgreSQL: an array of %s new ids drawn from `model`'s sequence."""
+    sequence = f"pg_get_serial_sequence('{model._meta.db_table}', 'id')"
+    return f"ARRAY(SELECT nextval({sequence}) FROM generate_series(1, %s::int))"
 
 
 def run_with_hash(digest: str) -> int | None:
@@ -786,15 +789,15 @@ class _PostgresSink(EventSink):
         self.copy = None
         self.writer = _Background(conn, self._execute, "parallax-postgres-writer")
         self.group_runs: list[tuple[int, Run]] = []  # the group's runs, waiting for their ids
-        self.drawn: tuple | None = None  # what the group statement returned: (run ids, context ids)
+        self.drawn: list[int] | None = None  # the run ids the group statement drew
 
     def _execute(self, sql: str, params: Sequence) -> int:
         # psycopg's own cursor (Django's wrapper is not thread-aware), binding on the server: the
         # documents travel as parameters, not as literals that the server's SQL parser must scan
         with psycopg.Cursor(self.conn.connection) as cursor:
             cursor.execute(sql, params)
-            if cursor.description is not None:
-                self.drawn = cursor.fetchone()
+            if cursor.description is not None:  # the group statement
+                self.drawn = cursor.fetchone()[0]
             return cursor.rowcount
 
     def context_id(self) -> int:
@@ -870,9 +873,8 @@ class _PostgresSink(EventSink):
         self.writer.wait()
         if self.group_runs:
             runs, self.group_runs = self.group_runs, []
-            run_ids = self.drawn[0]
             for index, run in runs:
-                run.pk = run_ids[index]
+                run.pk = self.drawn[index]
             _stored([run for _, run in runs], self.conn)
 
     def abort(self) -> None:
@@ -886,20 +888,16 @@ class _PostgresSink(EventSink):
 def _pg_group_sql() -> str:
     """A group's rows in one statement: the run and context ids drawn from the sequences
     (parameters: how many of each), then the runs, contexts and events, each from a jsonb
-    document of rows (JSON arrays) whose id columns hold indexes into those ids; returns the ids."""
-
-    def draw(model: type[models.Model]) -> str:
-        sequence = f"pg_get_serial_sequence('{model._meta.db_table}', 'id')"
-        return f"ARRAY(SELECT nextval({sequence}) FROM generate_series(1, %s::int))"
-
+    document of rows (JSON arrays) whose id columns hold indexes into those ids; returns the run
+    ids (the runs' pks)."""
     inserts = (
         (Run, ("id", *(f.column for f, _ in _field_kinds(Run))), {"id": "runs"}),
         (AgentContext, ContextRow._fields, {"id": "contexts", "run_id": "runs", "parent_id": "contexts"}),
         (Event, EVENT_COLUMNS, {"run_id": "runs", "context_id": "contexts"}),
     )
-    parts = [f"ids AS (SELECT {draw(Run)} AS runs, {draw(AgentContext)} AS contexts)"]
+    parts = [f"ids AS (SELECT {_pg_draw_ids(Run)} AS runs, {_pg_draw_ids(AgentContext)} AS contexts)"]
     parts += [f"w{i} AS ({_pg_insert_from_json(*insert)})" for i, insert in enumerate(inserts)]
-    return f"WITH {', '.join(parts)} SELECT runs, contexts FROM ids"
+    return f"WITH {', '.join(parts)} SELECT runs FROM ids"
 
 
 def _pg_insert_from_json(model: type[models.Model], columns: tuple[str, ...], id_columns: dict[str, str]) -> str:
