@@ -163,7 +163,7 @@ def test_grouped_and_streamed_runs_store_the_same_rows(settings):
     without timestamps, files, non-ASCII and control characters in texts)."""
     real = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
-    def stored() -> tuple[list, list]:
+    def stored() -> tuple[list, list, list]:
         runs = list(Run.objects.order_by("source_name").values(*(f.attname for f in Run._meta.concrete_fields)))
         contexts = list(
             AgentContext.objects.order_by("run__source_name", "position").values(
