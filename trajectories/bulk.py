@@ -787,18 +787,20 @@ class _PostgresSink(EventSink):
         self.cursor = None
         self.copy_cm = None
         self.copy = None
-        self.writer = _Background(conn, self._execute, "parallax-postgres-writer")
         self.group_runs: list[tuple[int, Run]] = []  # the group's runs, waiting for their ids
-        self.drawn: list[int] | None = None  # the run ids the group statement drew
+        self.drawn: list[list[int]] = []  # the run ids the group statement drew (its one row)
+        raw, drawn = conn.connection, self.drawn  # not `self`: a bound method would make a cycle
 
-    def _execute(self, sql: str, params: Sequence) -> int:
-        # psycopg's own cursor (Django's wrapper is not thread-aware), binding on the server: the
-        # documents travel as parameters, not as literals that the server's SQL parser must scan
-        with psycopg.Cursor(self.conn.connection) as cursor:
-            cursor.execute(sql, params)
-            if cursor.description is not None:  # the group statement
-                self.drawn = cursor.fetchone()[0]
-            return cursor.rowcount
+        def execute(sql: str, params: Sequence) -> int:
+            # psycopg's own cursor (Django's wrapper is not thread-aware), binding on the server:
+            # the documents travel as parameters, not as literals the server's SQL parser scans
+            with psycopg.Cursor(raw) as cursor:
+                cursor.execute(sql, params)
+                if cursor.description is not None:  # the group statement
+                    drawn.append(cursor.fetchone()[0])
+                return cursor.rowcount
+
+        self.writer = _Background(conn, execute, "parallax-postgres-writer")
 
     def context_id(self) -> int:
         return self._reserved_context_id()
@@ -837,7 +839,8 @@ class _PostgresSink(EventSink):
         deferred foreign-key checks at commit: ~0.3 s of the study corpus.)"""
         fields = _field_kinds(Run)
         run_rows = [(index, *(f.pre_save(run, True) for f, _ in fields)) for index, run in runs]
-        self.group_runs, self.drawn = runs, None
+        self.group_runs = runs
+        self.drawn.clear()
         params = (
             n_runs,
             n_contexts,
@@ -874,7 +877,7 @@ class _PostgresSink(EventSink):
         if self.group_runs:
             runs, self.group_runs = self.group_runs, []
             for index, run in runs:
-                run.pk = self.drawn[index]
+                run.pk = self.drawn[0][index]
             _stored([run for _, run in runs], self.conn)
 
     def abort(self) -> None:

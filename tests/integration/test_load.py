@@ -83,7 +83,7 @@ def test_thirty_annotators_autosaving(live_server, study, codebook, tmp_path, ca
                     last_saved[assignment_id] = (notes, version)
         except Exception as exc:  # noqa: BLE001 - any failure is what this test reports
             with lock:
-                errors.append(f"{assignment_id}: {exc!r}")
+                errors.append(f"{assignment_id}, request {count}: {exc!r}")
         finally:
             conn.close()
 

@@ -373,10 +373,10 @@ def test_an_import_hands_the_gil_over_quickly_pauses_the_collector_and_restores_
 
 
 def test_an_import_leaves_no_cyclic_garbage_that_grows_with_its_events(tmp_path, settings):
-    """Why the collector may be off during an import: reference counting frees what an import
-    allocates per event. Found cycles stay a few objects per run or group (PostgreSQL's COPY
-    leaves ~5 per streamed run), the same for 10× the events; grouped and streamed runs, and a
-    run that fails validation."""
+    """Why the collector may be off during an import: reference counting frees everything an
+    import allocates, so no garbage builds up per event, run or group (a cycle per group would
+    also make the count depend on how the groups happened to close); grouped and streamed runs,
+    and a run that fails validation."""
     import gc
 
     def garbage_after(name: str, runs: int, events: int) -> int:
@@ -397,8 +397,7 @@ def test_an_import_leaves_no_cyclic_garbage_that_grows_with_its_events(tmp_path,
     grouped = garbage_after("grouped", 300, 4), garbage_after("grouped-10x", 300, 40)
     settings.PARALLAX_IMPORT_SMALL_RUN_BYTES = 0  # every run streamed
     streamed = garbage_after("streamed", 20, 200), garbage_after("streamed-10x", 20, 2_000)
-    assert grouped[1] <= grouped[0] + 20 and streamed[1] <= streamed[0] + 20, (grouped, streamed)
-    assert max(grouped) <= 300 and max(streamed) <= 20 * 10, (grouped, streamed)
+    assert max(grouped + streamed) <= 10, (grouped, streamed)  # 0 when written; 300 runs make ≥ 5 groups
 
 
 @pytest.mark.parametrize("refused", ["runs", "events", "tasks", "run ids"])
