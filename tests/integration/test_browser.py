@@ -54,6 +54,15 @@ def login(page, live_server, username, password):
     page.wait_for_selector("text=Log out")
 
 
+def wait_until_saved(page):
+    """Until the draft's status reads "Saved". A locator assertion, not `wait_for_function` with a
+    string: Playwright polls a string by `eval` in the page, which our CSP (no 'unsafe-eval')
+    refuses — so that wait failed whenever the save was not already done at its first check."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#save-status")).to_contain_text("Saved", timeout=30_000)
+
+
 def test_browse_a_pair_timeline_and_events(page, live_server, admin_user, tmp_path):
     write_jsonl(tmp_path / "c.jsonl", simple_run("t-browser", "concurrent", n_sub=3))
     write_jsonl(tmp_path / "s.jsonl", simple_run("t-browser", "sequential", n_sub=0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Assignment, Discussion, Final
-from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
+from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -17,7 +17,7 @@ def code_with_keyboard(page, live_server, assignment, search, rationale):  # noq
     page.keyboard.type(search)
     page.keyboard.press("Enter")
     page.keyboard.type(rationale)
-    page.wait_for_function("document.querySelector('#save-status').textContent.includes('Saved')")
+    wait_until_saved(page)
     page.keyboard.press("Control+Enter")
     page.wait_for_url(lambda url: f"/annotate/{assignment.pk}/" not in url)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Annotation
-from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
+from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,7 +27,7 @@ def test_code_a_run_with_the_keyboard(page, live_server, study, trio):  # noqa: 
     page.keyboard.type("One edit was lost.")
     page.keyboard.press("Tab")
     page.keyboard.type("c.jsonl:6")
-    page.wait_for_function("document.querySelector('#save-status').textContent.includes('Saved')")
+    wait_until_saved(page)
     page.keyboard.press("Control+Enter")  # submit
     page.wait_for_url(lambda url: f"/annotate/{assignment_id}/" not in url)
     annotation = Annotation.objects.get(assignment_id=assignment_id)
@@ -46,7 +46,7 @@ def test_draft_survives_a_reload(page, live_server, study, trio):  # noqa: F811
     page.keyboard.type("lossy")
     page.keyboard.press("Enter")
     page.keyboard.type("Summary dropped the failing test name.")
-    page.wait_for_function("document.querySelector('#save-status').textContent.includes('Saved')")
+    wait_until_saved(page)
     page.wait_for_timeout(1500)  # the input autosave fires after 1.2 s of quiet
     page.reload()
     page.wait_for_selector("#annotation-form")

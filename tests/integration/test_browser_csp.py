@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import client_for
-from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
+from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -31,7 +31,7 @@ def test_no_csp_violation_on_the_main_pages(page, live_server, study, trio, adju
     side = page.locator("section.side.concurrent")
     side.locator("ol.contexts details").nth(1).locator("summary").click()
     side.locator(".event").first.wait_for()  # htmx loaded the events
-    page.wait_for_function("document.querySelector('#save-status').textContent.includes('Saved')")
+    wait_until_saved(page)
     page.context.clear_cookies()
     login(page, live_server, adjudicator.username, f"pw-{adjudicator.username}")
     for path in ("/trajectories/", f"/annotate/studies/{study.pk}/", f"/codebooks/{study.codebook_id}/"):
