@@ -789,6 +789,7 @@ class _PostgresSink(EventSink):
         self.copy = None
         self.group_runs: list[tuple[int, Run]] = []  # the group's runs, waiting for their ids
         self.drawn: list[list[int]] = []  # the run ids the group statement drew (its one row)
+        conn.ensure_connection()  # a no-op inside the import's transaction, which already connected
         raw, drawn = conn.connection, self.drawn  # not `self`: a bound method would make a cycle
 
         def execute(sql: str, params: Sequence) -> int:
