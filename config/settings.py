@@ -195,14 +195,6 @@ PARALLAX_MAX_UPLOAD_BYTES = env_int("PARALLAX_MAX_UPLOAD_BYTES", 512 * 1024 * 10
 PARALLAX_MAX_ARCHIVE_ENTRIES = env_int("PARALLAX_MAX_ARCHIVE_ENTRIES", 50_000)
 PARALLAX_MAX_ARCHIVE_BYTES = env_int("PARALLAX_MAX_ARCHIVE_BYTES", 8 * 1024 * 1024 * 1024)
 PARALLAX_MAX_COMPRESSION_RATIO = env_int("PARALLAX_MAX_COMPRESSION_RATIO", 200)
-# Import grouping (trajectories/pipeline.py): runs below SMALL_RUN bytes are validated in memory and
-# written GROUP_RUNS at a time (at most GROUP_BYTES of source per group); larger runs stream alone.
-PARALLAX_IMPORT_SMALL_RUN_BYTES = env_int("PARALLAX_IMPORT_SMALL_RUN_BYTES", 2 * 1024 * 1024)
-PARALLAX_IMPORT_GROUP_RUNS = env_int("PARALLAX_IMPORT_GROUP_RUNS", 250)
-PARALLAX_IMPORT_GROUP_BYTES = env_int("PARALLAX_IMPORT_GROUP_BYTES", 16 * 1024 * 1024)
-# SQLite: a streamed run commits its events every this many (docs/performance.md, "pieces").
-PARALLAX_IMPORT_PIECE_EVENTS = env_int("PARALLAX_IMPORT_PIECE_EVENTS", 100_000)
-
 # Celery: eager (in-process) unless a broker is configured.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or None

@@ -161,16 +161,9 @@ class AgentContext(models.Model):
         MAIN = "main"
         SUB = "sub"
 
-    # Written only by the importer (after checking that every parent is declared in the run),
-    # in its run's transaction, and deleted only through the ORM's cascade from Run or the
-    # parent: as for Event, no database-level foreign keys — PostgreSQL checked both per row at
-    # commit, locking the run's row each time (~0.1 s of the study corpus's import) — and no
-    # index on `run` alone: the unique (run, external_id) leads with it. Tested: no context is
-    # ever orphaned (tests/trajectories/test_bulk.py).
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="contexts", db_index=False, db_constraint=False)
-    parent = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children", db_constraint=False
-    )
+    # No index on `run` alone: the unique (run, external_id) leads with it.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="contexts", db_index=False)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     external_id = models.CharField(max_length=255)
     role = models.CharField(max_length=4, choices=Role.choices)
     label = models.TextField(blank=True, default="")
@@ -199,16 +192,10 @@ class AgentContext(models.Model):
 
 
 class Event(models.Model):
-    # Events are the one table that grows to millions of rows, written only by the importer (in
-    # the run's transaction, after checking every event's context) and deleted only through the
-    # ORM's cascade from Run/AgentContext. So: no single-column indexes on the keys — (run, kind)
-    # and the unique (context, seq) lead with them — and no database-level foreign keys, whose
-    # per-row checks at commit cost PostgreSQL as much as the inserts themselves
-    # (docs/performance.md). `tests/trajectories/test_bulk.py` checks no event is ever orphaned.
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False)
-    context = models.ForeignKey(
-        AgentContext, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
-    )
+    # Events are the one table that grows to millions of rows: no single-column indexes on the
+    # keys, since (run, kind) and the unique (context, seq) lead with them.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    context = models.ForeignKey(AgentContext, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveIntegerField()
     timestamp = models.DateTimeField(null=True)
     kind = models.CharField(max_length=12)
@@ -227,23 +214,3 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.seq}"
-
-
-class PartialRun(models.Model):
-    """A large run being imported on SQLite, whose events are committed in pieces (bulk.py).
-
-    Its events are stored under `run_id` before the run itself exists, so nothing shows them:
-    every query reaches events through a run or a context, and both are written last, with this
-    row's deletion, in the run's final transaction. A row left behind belongs to an import that
-    died (its process is gone, or it has not committed a piece for an hour); the next import
-    deletes its events (`bulk.discard_abandoned`)."""
-
-    run_id = models.BigIntegerField(unique=True)
-    source_name = models.CharField(max_length=500)
-    host = models.CharField(max_length=255)
-    pid = models.PositiveIntegerField()
-    started_at = models.DateTimeField()
-    heartbeat_at = models.DateTimeField(help_text="When the import last committed a piece.")
-
-    def __str__(self) -> str:
-        return f"run {self.run_id} ({self.source_name}), importing since {self.started_at:%Y-%m-%d %H:%M}"

@@ -1,36 +1,75 @@
-"""Writes for the trajectories app: importing runs (one transaction per run) and batches.
+"""Importing trajectories: the one path from files to stored runs.
 
-Every entry point (management command, upload page, API, Celery task) calls
-`import_paths` / `import_batch_run`; parsing lives in `formats/`, metrics in `metrics.py`.
+Every entry point (management command, upload page, API, Celery task) calls `import_paths`
+(or `import_batch_run`, which calls it for an upload). For each file or folder:
+
+  archives.py   unpack .zip / .tar.* bundles, within limits
+  formats/      find the runs (detect.discover) and parse each into plain records
+  validate.py   check a run's records and compute what is stored about it (no database)
+  writer.py     store the run: Run, AgentContext and Event rows, all or nothing
+
+`run_import` does one run in its own transaction; `import_paths` does many and reports each
+result once it is committed.
 """
 
 from __future__ import annotations
 
-import logging
+import hashlib
 import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
-from . import archives, bulk, pipeline
+from . import archives
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
-from .formats.records import (
-    FormatError,
-    RunSource,
-)
+from .formats.records import FormatError, RunSource
 from .models import ImportBatch, Run
-from .writer import DUPLICATE_MESSAGE, Lookups, RunResult, RunWriter, content_hash, unreadable
+from .writer import Lookups, new_run, store_run
 
-logger = logging.getLogger(__name__)
+DUPLICATE_MESSAGE = "already imported (same content)"
+
+
+@dataclass
+class RunResult:
+    source: str
+    status: str  # imported | duplicate | failed
+    run_id: int | None = None
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    events: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "source": self.source,
+            "status": self.status,
+            "run_id": self.run_id,
+            "message": self.message,
+            "warnings": self.warnings,
+            "events": self.events,
+        }
+
+
+def content_hash(files: Iterable[Path], *, display: Callable[[Path], str]) -> str:
+    """sha256 over (name, bytes) of every file of a run, streamed."""
+    digest = hashlib.sha256()
+    for path in sorted(files, key=display):
+        digest.update(display(path).encode() + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(1024 * 1024):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
 
 PROGRESS_SECONDS = 0.5  # how often a running batch writes its progress
+COMMIT_SECONDS = 0.5  # how long runs imported one after another may wait for their commit
 _clock = time.monotonic
 
 
@@ -47,38 +86,47 @@ class ImportReport:
 
 
 def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: Lookups | None = None) -> RunResult:
-    """Import one run in one transaction (a savepoint inside an outer one). Bad input stores
-    nothing of that run. `lookups` carries benchmark/task/agent ids from run to run.
-
-    On SQLite a large run in its own transaction commits its events in pieces, invisible until
-    the run's row is written (bulk._SQLiteSink); if the run then fails they are deleted."""
+    """Import one run in its own transaction (a savepoint inside an outer one): parse, check and
+    store it, or store nothing of it. `lookups` carries benchmark/task/agent ids from run to run."""
     try:
         digest = content_hash(source.files, display=source.display)
     except OSError as exc:
-        return unreadable(source, exc)
-    existing = bulk.run_with_hash(digest)
-    if existing is not None:
-        return RunResult(source.name, "duplicate", run_id=existing, message=DUPLICATE_MESSAGE)
+        return RunResult(source.name, "failed", message=f"{source.name}: cannot read ({exc})")
     lookups = lookups or Lookups()
-    writer = RunWriter(source, digest, batch, lookups)
+    run = new_run(source=source, digest=digest, batch=batch)
     try:
         try:
             with transaction.atomic():
-                run = writer.write(parser_for(source.format).parse(source))
+                store_run(run=run, source=source, records=parser_for(source.format).parse(source), lookups=lookups)
         except BaseException:
-            writer.discard()
-            lookups.forget()
+            lookups.forget()  # the rows the run created are rolled back with it
             raise
     except FormatError as exc:
         return RunResult(source.name, "failed", message=exc.describe())
-    except IntegrityError as exc:
-        # Another import of the same content won the race: that is a duplicate, not an error.
-        existing = Run.objects.filter(content_hash=digest).values_list("pk", flat=True).first()
-        if existing is not None:
-            return RunResult(source.name, "duplicate", run_id=existing, message=DUPLICATE_MESSAGE)
+    except IntegrityError as exc:  # its content, or its (task, agent, mode), is stored already
+        return _refused(source, run, exc)
+    except DatabaseError as exc:
         return RunResult(source.name, "failed", message=f"{source.name}: database rejected the run ({exc})")
     lookups.keep()
     return RunResult(source.name, "imported", run_id=run.pk, warnings=run.warnings, events=run.n_events)
+
+
+def _refused(source: RunSource, run: Run, exc: IntegrityError) -> RunResult:
+    stored = Run.objects.filter(content_hash=run.content_hash).order_by().values_list("pk", flat=True).first()
+    if stored is not None:
+        return RunResult(source.name, "duplicate", run_id=stored, message=DUPLICATE_MESSAGE)
+    clash = (
+        Run.objects.filter(task_id=run.task_id, agent_id=run.agent_id, mode=run.mode)
+        .select_related("task__benchmark", "agent")
+        .first()
+    )
+    if clash is not None and run.task_id is not None:
+        message = (
+            f"{source.name}: a {run.mode} run of {clash.task} by {clash.agent.name} is already stored "
+            f"(run #{clash.pk} from {clash.source_name}); delete it first to replace it"
+        )
+        return RunResult(source.name, "failed", message=message)
+    return RunResult(source.name, "failed", message=f"{source.name}: database rejected the run ({exc})")
 
 
 # -- batches -------------------------------------------------------------------------------
@@ -93,10 +141,13 @@ def import_paths(
     on_result: Callable[[RunResult, int, int], None] | None = None,
 ) -> ImportReport:
     """Import every run found under `paths` (files, folders, archives). Never raises on bad
-    input: each failure is a `failed` result naming file, line and field."""
+    input: each failure is a `failed` result naming file, line and field.
+
+    Each run is stored in its own savepoint; runs imported within COMMIT_SECONDS of each other
+    share one commit (a commit waits for the disk: one per run would double the time of a study
+    corpus on PostgreSQL). A result is reported (`on_result`) once its run is committed, so a
+    crash loses only runs that were never reported, and importing again stores them."""
     report = ImportReport()
-    for discarded in bulk.discard_abandoned():
-        logger.warning("discarded the events of an import that died: %s", discarded)
     with tempfile.TemporaryDirectory(prefix="parallax-import-") as scratch:
         expanded: list[Path] = []
         for path in paths:
@@ -117,21 +168,25 @@ def import_paths(
         for error in found.errors:
             report.results.append(RunResult(error.file or "?", "failed", message=error.describe()))
         batch_warnings = [w.describe() for w in found.warnings]
-        total = len(found.sources)
+        sources, total = found.sources, len(found.sources)
         if batch is not None:
             ImportBatch.objects.filter(pk=batch.pk).update(total=total)
-        results: list[tuple[int, RunResult]] = []
-
-        def record(position: int, result: RunResult) -> None:
-            if position == 1 and batch_warnings:
-                result.warnings = batch_warnings + result.warnings
-            results.append((position, result))
-            if on_result is not None:
-                on_result(result, len(results), total)
-
-        pipeline.GroupImporter(sources=found.sources, batch=batch, report=record, run_import=run_import).run()
-        report.results.extend(result for _, result in sorted(results, key=lambda item: item[0]))
-        if not found.sources and batch_warnings:
+        lookups = Lookups()
+        done = 0
+        while done < total:
+            results: list[RunResult] = []
+            started = time.monotonic()
+            with transaction.atomic():
+                while done + len(results) < total and (not results or time.monotonic() - started < COMMIT_SECONDS):
+                    results.append(run_import(source=sources[done + len(results)], batch=batch, lookups=lookups))
+            for result in results:  # committed
+                done += 1
+                if done == 1 and batch_warnings:
+                    result.warnings = batch_warnings + result.warnings
+                report.results.append(result)
+                if on_result is not None:
+                    on_result(result, done, total)
+        if not sources and batch_warnings:
             report.results.append(RunResult("bundle", "failed", message="no runs found", warnings=batch_warnings))
     return report
 

@@ -35,8 +35,6 @@ def start_worker(tmp_path, broker: str, queue: str, name: str = "worker") -> sub
         "CELERY_BROKER_URL": broker,
         "CELERY_TASK_ALWAYS_EAGER": "0",
         "DEBUG": "1",
-        # commit every 2 runs, so that a kill lands between commits (trajectories/pipeline.py)
-        "PARALLAX_IMPORT_GROUP_RUNS": "2",
     }
     log = (tmp_path / f"{name}.log").open("w")
     return subprocess.Popen(

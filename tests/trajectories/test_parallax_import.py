@@ -7,6 +7,7 @@ import gzip
 import pytest
 
 from tests.conftest import ctx, ev, header, simple_run, t, write_jsonl
+from trajectories import writer
 from trajectories.models import AgentContext, Benchmark, Event, Run, Task
 from trajectories.services import import_paths
 
@@ -97,17 +98,17 @@ def test_wrong_outcome_type(tmp_path):
     _fails(tmp_path, lines, "bad.jsonl:1", "outcomes.tests_passed")
 
 
-@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("batches", ["one write", "several writes"])
 @pytest.mark.parametrize(
     ("where", "value", "field"),
     [("seq", 2**31, "field 'seq'"), ("seq", 2**32 + 5, "field 'seq'"), ("tests_total", 2**31, "tests_total")],
 )
-def test_integers_beyond_what_the_database_holds(tmp_path, settings, streamed, where, value, field):
+def test_integers_beyond_what_the_database_holds(tmp_path, monkeypatch, batches, where, value, field):
     """Values the integer columns cannot hold are input errors naming the field, on every database
     and path: PostgreSQL used to refuse the row with a DataError that stopped the whole import, and
     its binary COPY would wrap 2**32 + 5 to 5 without a word."""
-    if streamed:
-        settings.PARALLAX_IMPORT_SMALL_RUN_BYTES = 0
+    if batches == "several writes":  # as a large run is written
+        monkeypatch.setattr(writer, "FLUSH_ROWS", 2)
     lines = simple_run()
     if where == "seq":
         lines[2] = ev("main", value, t(0))
@@ -205,3 +206,28 @@ def test_pairing_and_unpaired(tmp_path):
     assert run_twin(run=concurrent).mode == "sequential"
     unpaired = list(run_list(filters={"paired": "no"}).values_list("task__external_id", flat=True))
     assert unpaired == ["lonely"]
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "field", "limit"),
+    [
+        ("task", "benchmark", "task.benchmark", 100),
+        ("task", "id", "task.id", 255),
+        ("task", "difficulty", "task.difficulty", 20),
+        ("agent", "system", "agent.system", 100),
+        ("agent", "model", "agent.model", 100),
+    ],
+)
+def test_header_values_longer_than_their_column_are_input_errors(tmp_path, section, key, field, limit):
+    """Checked against the model's own max_length before anything is written: PostgreSQL would
+    refuse the row with a DataError, SQLite would store it whole."""
+    lines = simple_run()
+    lines[0][section][key] = "x" * (limit + 1)
+    _fails(tmp_path, lines, "bad.jsonl", f"field '{field}'", f"{limit + 1} characters long; at most {limit}")
+    lines[0][section][key] = "x" * limit
+    assert import_paths(paths=[write_jsonl(tmp_path / "ok.jsonl", lines)]).count("imported") == 1
+
+
+def test_a_context_id_longer_than_its_column_is_an_input_error(tmp_path):
+    lines = [header(), ctx("m" * 256, start=t(0), end=t(1))]
+    _fails(tmp_path, lines, "bad.jsonl:2", "field 'id'", "at most 255")
