@@ -45,11 +45,11 @@ run: install
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 test-postgres: install
 	@test -n "$$DATABASE_URL" || { echo "set DATABASE_URL=postgres://..."; exit 1; }
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -3,9 +3,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
-from .roles import can_import
+from .roles import is_admin
 
 
 def roles(request: HttpRequest) -> dict:
-    """`can_import` for the navigation, computed only if a template asks."""
-    return {"can_import": SimpleLazyObject(lambda: can_import(request.user))}
+    """`is_admin` for the navigation and pages, computed only if a template asks."""
+    return {"is_admin": SimpleLazyObject(lambda: is_admin(request.user))}

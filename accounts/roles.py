@@ -27,6 +27,7 @@ def has_role(user: AbstractBaseUser | AnonymousUser, role: str) -> bool:
     return user.is_superuser or role in role_names(user)
 
 
-def can_import(user: AbstractBaseUser | AnonymousUser) -> bool:
-    """Importing trajectories changes the corpus every study reads: admins only."""
+def is_admin(user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Admins (the role, or Django staff): they import trajectories, edit codebooks, consolidate
+    pilot codes and see every study's dashboard."""
     return user.is_authenticated and (user.is_staff or has_role(user, ADMIN))

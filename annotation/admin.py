@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import Annotation, Assignment, AuditEntry, Final, OpenCode, PilotRound, Study
+from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, PilotRound, Study
 
 
 @admin.register(Study)
@@ -42,8 +42,8 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     list_display = ["annotation", "action", "actor", "at"]
 
 
-@admin.register(Final)
-class FinalAdmin(ReadOnlyAdmin):
+@admin.register(FinalCoding)
+class FinalCodingAdmin(ReadOnlyAdmin):
     list_display = ["study", "run", "provenance", "decided_by", "decided_at"]
 
 

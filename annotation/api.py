@@ -9,9 +9,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import selectors, services
-from .exports import EXPORT_KINDS
-from .models import Annotation, Assignment, Label
+from .access import lead_study
+from .errors import AnnotationError, ConflictError, LockedError
+from .models import LABEL_FIELDS, Annotation, Assignment, Label
+from .selectors import queue as selectors
+from .selectors.exports import EXPORT_KINDS, export
+from .services.coding import LabelInput, annotation_save, annotation_submit
 
 
 class AssignmentSerializer(serializers.ModelSerializer):
@@ -37,15 +40,7 @@ class LabelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Label
-        fields = [
-            "code",
-            "rationale",
-            "realized_consequence",
-            "evidence",
-            "contrast",
-            "nearest_rejected",
-            "rejection_reason",
-        ]
+        fields = ["code", *LABEL_FIELDS]
         read_only_fields = fields
 
 
@@ -97,8 +92,8 @@ def _own(request: Request, assignment_id: int) -> Assignment:
     return assignment
 
 
-def _error(exc: services.AnnotationError) -> Response:
-    code = status.HTTP_409_CONFLICT if isinstance(exc, services.ConflictError | services.LockedError) else 422
+def _error(exc: AnnotationError) -> Response:
+    code = status.HTTP_409_CONFLICT if isinstance(exc, ConflictError | LockedError) else 422
     return Response({"detail": str(exc), "errors": exc.errors}, status=code)
 
 
@@ -112,7 +107,7 @@ class MyAssignmentsAPI(generics.ListAPIView):
 class AnnotationAPI(APIView):
     @extend_schema(responses=AnnotationSerializer)
     def get(self, request: Request, assignment_id: int) -> Response:
-        annotation = services.annotation_for(assignment=_own(request, assignment_id))
+        annotation = selectors.annotation_for(assignment=_own(request, assignment_id))
         return Response(AnnotationSerializer(annotation).data)
 
     @extend_schema(
@@ -133,7 +128,7 @@ class AnnotationAPI(APIView):
         if unknown:
             return Response({"detail": f"unknown code key(s): {', '.join(unknown)}"}, status=422)
         labels = [
-            services.LabelInput(
+            LabelInput(
                 code_id=codes[label["code"]],
                 rationale=label["rationale"],
                 realized_consequence=label["realized_consequence"],
@@ -144,9 +139,9 @@ class AnnotationAPI(APIView):
             )
             for label in data["labels"]
         ]
-        annotation = services.annotation_for(assignment=assignment)
+        annotation = selectors.annotation_for(assignment=assignment)
         try:
-            services.annotation_save(
+            annotation_save(
                 annotation=annotation,
                 actor=request.user,
                 version=data["version"],
@@ -154,7 +149,7 @@ class AnnotationAPI(APIView):
                 notes=data["notes"],
                 labels=labels,
             )
-        except services.AnnotationError as exc:
+        except AnnotationError as exc:
             return _error(exc)
         return Response(AnnotationSerializer(annotation).data)
 
@@ -162,14 +157,12 @@ class AnnotationAPI(APIView):
 class AnnotationSubmitAPI(APIView):
     @extend_schema(request=SubmitSerializer, responses={200: AnnotationSerializer, 409: _REFUSED, 422: _REFUSED})
     def post(self, request: Request, assignment_id: int) -> Response:
-        annotation = services.annotation_for(assignment=_own(request, assignment_id))
+        annotation = selectors.annotation_for(assignment=_own(request, assignment_id))
         payload = SubmitSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         try:
-            services.annotation_submit(
-                annotation=annotation, actor=request.user, version=payload.validated_data["version"]
-            )
-        except services.AnnotationError as exc:
+            annotation_submit(annotation=annotation, actor=request.user, version=payload.validated_data["version"])
+        except AnnotationError as exc:
             return _error(exc)
         return Response(AnnotationSerializer(annotation).data)
 
@@ -182,10 +175,7 @@ class StudyExportAPI(APIView):
         parameters=[OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=list(EXPORT_KINDS))],
     )
     def get(self, request: Request, study_id: int, kind: str) -> Response:
-        from .dashboard_views import lead_study
-        from .exports import export
-
-        study = lead_study(request, study_id)
+        study = lead_study(request.user, study_id)
         if kind not in EXPORT_KINDS:
             raise Http404
         _, rows = export(study, kind)

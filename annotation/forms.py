@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.http import QueryDict
 
-from .services import AnnotationError, LabelInput
+from .errors import AnnotationError
+from .services.coding import LabelInput
 
 
 def _int(value: str | None, field: str) -> int:

@@ -84,6 +84,18 @@ class Annotation(models.Model):
         return self.status == self.Status.SUBMITTED
 
 
+# What an annotator records for each failure mode picked (the Label fields beside its code); the
+# audit trail, the API and the exports all list these. nearest_rejected is a code, by key.
+LABEL_FIELDS = (
+    "rationale",
+    "realized_consequence",
+    "evidence",
+    "contrast",
+    "nearest_rejected",
+    "rejection_reason",
+)
+
+
 class Label(models.Model):
     """One failure mode picked by an annotator, with what the study recorded for it."""
 
@@ -102,6 +114,12 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.code} on {self.annotation}"
+
+    def content(self) -> dict:
+        """The LABEL_FIELDS values, nearest_rejected by key (select_related it)."""
+        values = {name: getattr(self, name) for name in LABEL_FIELDS}
+        values["nearest_rejected"] = self.nearest_rejected.key if self.nearest_rejected else None
+        return values
 
 
 class AuditEntry(models.Model):
@@ -130,7 +148,7 @@ class AuditEntry(models.Model):
         raise ValueError("audit entries are append-only")
 
 
-class Final(models.Model):
+class FinalCoding(models.Model):
     """The final (gold) coding of a run in a study, and how it was reached."""
 
     class Provenance(models.TextChoices):
@@ -155,7 +173,7 @@ class Final(models.Model):
 
 
 class FinalLabel(models.Model):
-    final = models.ForeignKey(Final, on_delete=models.CASCADE, related_name="labels")
+    final = models.ForeignKey(FinalCoding, on_delete=models.CASCADE, related_name="labels")
     code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="final_labels")
     rationale = models.TextField(blank=True, default="")
     evidence = models.JSONField(default=list, blank=True)

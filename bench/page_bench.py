@@ -36,6 +36,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from annotation.exports import EXPORT_KINDS  # noqa: E402
 from django.contrib.auth.models import Group, User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, reset_queries  # noqa: E402
@@ -44,11 +45,10 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from accounts.roles import ADJUDICATOR, ANNOTATOR  # noqa: E402
 from annotation import dashboard  # noqa: E402
-from annotation.agreement import agreement_report  # noqa: E402
-from annotation.exports import EXPORT_KINDS  # noqa: E402
 from annotation.models import Assignment  # noqa: E402
-from annotation.selectors import agreement_input  # noqa: E402
-from annotation.services import study_assign, study_create  # noqa: E402
+from annotation.selectors.dashboard import agreement_input  # noqa: E402
+from annotation.services.studies import study_assign, study_create  # noqa: E402
+from annotation.stats.agreement import agreement_report  # noqa: E402
 from taxonomy.services import codebook_load_default  # noqa: E402
 from trajectories.models import Run  # noqa: E402
 from trajectories.services import import_paths  # noqa: E402

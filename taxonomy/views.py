@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.roles import can_import
+from accounts.roles import is_admin
+from config.htmx import HtmxHttpRequest
 
 from . import services
 from .models import Codebook
@@ -16,19 +17,19 @@ from .tree import TreeError
 MAX_CSV_BYTES = 2 * 1024 * 1024
 
 
-def _require_admin(request: HttpRequest) -> None:
-    if not can_import(request.user):
+def _require_admin(request: HtmxHttpRequest) -> None:
+    if not is_admin(request.user):
         raise PermissionDenied("Only admins can change codebooks.")
 
 
 @require_GET
-def codebook_list(request: HttpRequest) -> HttpResponse:
+def codebook_list(request: HtmxHttpRequest) -> HttpResponse:
     codebooks = Codebook.objects.select_related("parent").order_by("name", "-version")
     return render(request, "taxonomy/codebook_list.html", {"codebooks": codebooks})
 
 
 @require_GET
-def codebook_detail(request: HttpRequest, codebook_id: int) -> HttpResponse:
+def codebook_detail(request: HtmxHttpRequest, codebook_id: int) -> HttpResponse:
     codebook = get_object_or_404(Codebook, pk=codebook_id)
     tree = codebook_tree(codebook=codebook)
     counts = {
@@ -40,7 +41,7 @@ def codebook_detail(request: HttpRequest, codebook_id: int) -> HttpResponse:
 
 
 @require_GET
-def codebook_export(request: HttpRequest, codebook_id: int) -> HttpResponse:
+def codebook_export(request: HtmxHttpRequest, codebook_id: int) -> HttpResponse:
     codebook = get_object_or_404(Codebook, pk=codebook_id)
     response = HttpResponse(services.codebook_csv(codebook), content_type="text/csv; charset=utf-8")
     slug = "".join(ch if ch.isalnum() else "-" for ch in codebook.name.lower()).strip("-")
@@ -49,7 +50,7 @@ def codebook_export(request: HttpRequest, codebook_id: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def codebook_import(request: HttpRequest) -> HttpResponse:
+def codebook_import(request: HtmxHttpRequest) -> HttpResponse:
     _require_admin(request)
     error = ""
     if request.method == "POST":
@@ -75,7 +76,7 @@ def codebook_import(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def codebook_new_version(request: HttpRequest, codebook_id: int) -> HttpResponse:
+def codebook_new_version(request: HtmxHttpRequest, codebook_id: int) -> HttpResponse:
     _require_admin(request)
     codebook = get_object_or_404(Codebook, pk=codebook_id)
     new = services.codebook_new_version(
@@ -86,7 +87,7 @@ def codebook_new_version(request: HttpRequest, codebook_id: int) -> HttpResponse
 
 
 @require_POST
-def codebook_freeze(request: HttpRequest, codebook_id: int) -> HttpResponse:
+def codebook_freeze(request: HtmxHttpRequest, codebook_id: int) -> HttpResponse:
     _require_admin(request)
     codebook = get_object_or_404(Codebook, pk=codebook_id)
     services.codebook_freeze(codebook=codebook)

@@ -166,7 +166,7 @@ def trio(db):
 @pytest.fixture
 def study(db, tmp_path, codebook, trio, adjudicator):
     """Six paired tasks (12 runs) over two agents and two benchmarks, assigned."""
-    from annotation.services import study_assign, study_create
+    from annotation.services.studies import study_assign, study_create
     from trajectories.services import import_paths
 
     for i in range(6):
@@ -190,7 +190,8 @@ def submit_disagreement(study, run_id: int, codebook, *, rationale: str = "r", e
     """Both annotators of a run submit different modes (slot 1: lossy-handoff, slot 2: stale-handoff);
     returns the discussion that opens."""
     from annotation.models import Assignment, Discussion
-    from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
+    from annotation.selectors.queue import annotation_for
+    from annotation.services.coding import LabelInput, annotation_save, annotation_submit
 
     pair = Assignment.objects.filter(study=study, run_id=run_id).order_by("slot")
     for assignment, key in zip(pair, ("lossy-handoff", "stale-handoff"), strict=True):

@@ -9,7 +9,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation.models import Assignment
-from annotation.pilot import pilot_create
+from annotation.services.pilot import pilot_create
 from tests.conftest import client_for, submit_disagreement
 from tests.routes import routes
 from trajectories.models import AgentContext, ImportBatch

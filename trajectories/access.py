@@ -10,13 +10,13 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from accounts.roles import ADJUDICATOR, can_import, has_role
+from accounts.roles import ADJUDICATOR, has_role, is_admin
 
 from .models import Run
 
 
 def can_browse_all_runs(user: AbstractBaseUser | AnonymousUser) -> bool:
-    return can_import(user) or has_role(user, ADJUDICATOR)
+    return is_admin(user) or has_role(user, ADJUDICATOR)
 
 
 def visible_runs(user: AbstractBaseUser | AnonymousUser, runs: QuerySet[Run]) -> QuerySet[Run]:

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import can_import
+from accounts.roles import is_admin
 
 from . import selectors, services, tasks
 from .access import visible_runs
@@ -176,7 +176,7 @@ class ImportCreateAPI(APIView):
 
     @extend_schema(request=ImportUploadSerializer, responses={202: ImportBatchSerializer})
     def post(self, request: Request) -> Response:
-        if not can_import(request.user):
+        if not is_admin(request.user):
             raise PermissionDenied("Only admins can import trajectories.")
         payload = ImportUploadSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -195,6 +195,6 @@ class ImportDetailAPI(generics.RetrieveAPIView):
     queryset = ImportBatch.objects.all()
 
     def get_object(self):
-        if not can_import(self.request.user):
+        if not is_admin(self.request.user):
             raise PermissionDenied("Only admins can see import batches.")
         return super().get_object()

@@ -9,11 +9,58 @@ from .models import AgentContext, AgentSystem, Benchmark, Event, Run, Task
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
 
 
+# -- the pair: a run and its twin (same task and agent, the other mode) --------------------
+
+
+def _twin_of_outer() -> QuerySet[Run]:
+    """The twin of the run in the enclosing query (for Exists/Subquery)."""
+    return Run.objects.filter(task=OuterRef("task"), agent=OuterRef("agent")).exclude(mode=OuterRef("mode"))
+
+
+def run_twin(*, run: Run) -> Run | None:
+    return (
+        Run.objects.select_related("task__benchmark", "agent")
+        .filter(task_id=run.task_id, agent_id=run.agent_id, mode=run.twin_mode)
+        .first()
+    )
+
+
+def twins(*, runs: QuerySet[Run]) -> QuerySet[Run]:
+    """The twins of `runs` (one query, however many runs: a study's, say)."""
+    return Run.objects.filter(
+        Exists(runs.filter(task=OuterRef("task"), agent=OuterRef("agent")).exclude(mode=OuterRef("mode")))
+    )
+
+
+def paired_concurrent_runs() -> QuerySet[Run]:
+    """Every concurrent run that has its sequential twin: what a study codes by default."""
+    return Run.objects.filter(Exists(_twin_of_outer()), mode=Run.Mode.CONCURRENT).order_by("pk")
+
+
+def pair_sides(run: Run) -> dict:
+    """The concurrent run on the left, its sequential twin on the right (either may be missing):
+    what the pair, annotate, adjudicate and pilot pages show."""
+    twin = run_twin(run=run)
+    concurrent, sequential = (run, twin) if run.mode == Run.Mode.CONCURRENT else (twin, run)
+    return {
+        "run": run,
+        "twin": twin,
+        "left": None if concurrent is None else {"run": concurrent},
+        "right": None if sequential is None else {"run": sequential},
+        "pair_rows": [
+            {"mode": Run.Mode.CONCURRENT, "run": concurrent},
+            {"mode": Run.Mode.SEQUENTIAL, "run": sequential},
+        ],
+    }
+
+
+# -- lists and pages -------------------------------------------------------------------------
+
+
 def run_list(*, filters: dict[str, str] | None = None) -> QuerySet[Run]:
     """Runs with task/agent joined and an `is_paired` flag (twin of the other mode exists)."""
     filters = filters or {}
-    twin = Run.objects.filter(task=OuterRef("task"), agent=OuterRef("agent")).exclude(mode=OuterRef("mode"))
-    qs = Run.objects.select_related("task__benchmark", "agent").annotate(is_paired=Exists(twin))
+    qs = Run.objects.select_related("task__benchmark", "agent").annotate(is_paired=Exists(_twin_of_outer()))
     if filters.get("benchmark"):
         qs = qs.filter(task__benchmark__name=filters["benchmark"])
     if filters.get("agent"):
@@ -29,14 +76,6 @@ def run_list(*, filters: dict[str, str] | None = None) -> QuerySet[Run]:
     if filters.get("q"):
         qs = qs.filter(Q(task__external_id__icontains=filters["q"]) | Q(source_name__icontains=filters["q"]))
     return qs.order_by("task__benchmark__name", "task__external_id", "agent__name", "mode")
-
-
-def run_twin(*, run: Run) -> Run | None:
-    return (
-        Run.objects.select_related("task__benchmark", "agent")
-        .filter(task_id=run.task_id, agent_id=run.agent_id, mode=run.twin_mode)
-        .first()
-    )
 
 
 def run_contexts(*, run: Run, offset: int = 0, limit: int = 100) -> list[AgentContext]:

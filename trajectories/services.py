@@ -232,8 +232,8 @@ def import_batch_run(*, batch_id: int) -> ImportBatch:
     last_update = -PROGRESS_SECONDS
 
     def progress(result: RunResult, index: int, total: int) -> None:
-        # Counted as results arrive; written at most every PROGRESS_SECONDS (and for the last):
-        # one UPDATE, a commit of its own, per run made the 2,124-run corpus 60% slower to upload.
+        # Counted as results arrive; written at most every PROGRESS_SECONDS (and for the last),
+        # not once per run (docs/performance.md).
         nonlocal last_update
         counts["processed"] += 1
         counts[result.status] += 1

@@ -4,13 +4,14 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from accounts.roles import can_import
+from accounts.roles import is_admin
+from config.htmx import HtmxHttpRequest
 
 from . import selectors, services, tasks
 from .access import visible_runs
@@ -25,7 +26,7 @@ EVENTS_PER_PAGE = 100
 
 
 @require_GET
-def run_list(request: HttpRequest) -> HttpResponse:
+def run_list(request: HtmxHttpRequest) -> HttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in (*selectors.RUN_FILTERS, "q")}
     runs = visible_runs(request.user, selectors.run_list(filters=filters))
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
@@ -39,16 +40,12 @@ def run_list(request: HttpRequest) -> HttpResponse:
 CONTEXTS_PER_PAGE = 100
 
 
-def _side(run: Run | None) -> dict | None:
-    return None if run is None else {"run": run}
-
-
-def _visible_run(request: HttpRequest, run_id: int) -> Run:
+def _visible_run(request: HtmxHttpRequest, run_id: int) -> Run:
     return get_object_or_404(visible_runs(request.user, Run.objects.all()), pk=run_id)
 
 
 @require_GET
-def run_timeline(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_timeline(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = _visible_run(request, run_id)
     timeline = build_timeline(
         [
@@ -68,7 +65,7 @@ def run_timeline(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @require_GET
-def run_contexts(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_contexts(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = _visible_run(request, run_id)
     offset = _offset(request)
     page = selectors.run_contexts(run=run, offset=offset, limit=CONTEXTS_PER_PAGE)
@@ -84,31 +81,23 @@ def run_contexts(request: HttpRequest, run_id: int) -> HttpResponse:
     )
 
 
-def _offset(request: HttpRequest) -> int:
+def _offset(request: HtmxHttpRequest) -> int:
     try:
         return max(0, int(request.GET.get("offset", "0")))
     except ValueError:
         return 0
 
 
-def pair_sides(run: Run) -> dict:
-    """The concurrent run on the left, its sequential twin on the right (either may be missing)."""
-    twin = selectors.run_twin(run=run)
-    concurrent, sequential = (run, twin) if run.mode == Run.Mode.CONCURRENT else (twin, run)
-    pair_rows = [{"mode": Run.Mode.CONCURRENT, "run": concurrent}, {"mode": Run.Mode.SEQUENTIAL, "run": sequential}]
-    return {"run": run, "twin": twin, "left": _side(concurrent), "right": _side(sequential), "pair_rows": pair_rows}
-
-
 @require_GET
-def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(
         visible_runs(request.user, Run.objects.select_related("task__benchmark", "agent")), pk=run_id
     )
-    return render(request, "trajectories/run_detail.html", pair_sides(run))
+    return render(request, "trajectories/run_detail.html", selectors.pair_sides(run))
 
 
 @require_GET
-def context_events(request: HttpRequest, run_id: int, context_id: int) -> HttpResponse:
+def context_events(request: HtmxHttpRequest, run_id: int, context_id: int) -> HttpResponse:
     run = _visible_run(request, run_id)
     ctx = get_object_or_404(AgentContext.objects.select_related("run"), pk=context_id, run=run)
     offset = _offset(request)
@@ -129,7 +118,7 @@ def context_events(request: HttpRequest, run_id: int, context_id: int) -> HttpRe
 
 
 @require_GET
-def metrics_csv(request: HttpRequest) -> StreamingHttpResponse:
+def metrics_csv(request: HtmxHttpRequest) -> StreamingHttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in (*selectors.RUN_FILTERS, "q")}
     rows = metrics_rows(visible_runs(request.user, selectors.run_list(filters=filters)).iterator(chunk_size=500))
     response = StreamingHttpResponse(csv_lines(rows, METRICS_COLUMNS), content_type="text/csv")
@@ -138,8 +127,8 @@ def metrics_csv(request: HttpRequest) -> StreamingHttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def import_upload(request: HttpRequest) -> HttpResponse:
-    if not can_import(request.user):
+def import_upload(request: HtmxHttpRequest) -> HttpResponse:
+    if not is_admin(request.user):
         raise PermissionDenied("Only admins can import trajectories.")
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -164,8 +153,8 @@ def batch_url(batch: ImportBatch) -> str:
 
 
 @require_GET
-def import_detail(request: HttpRequest, batch_id: int) -> HttpResponse:
-    if not can_import(request.user):
+def import_detail(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
+    if not is_admin(request.user):
         raise PermissionDenied("Only admins can see import batches.")
     batch = get_object_or_404(ImportBatch, pk=batch_id)
     template = "trajectories/import_detail.html#progress" if request.htmx else "trajectories/import_detail.html"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
-from annotation.agreement import (
+from annotation.stats.agreement import (
     AgreementInputError,
     Coding,
     Taxonomy,
@@ -15,7 +14,6 @@ from annotation.agreement import (
     cohen_kappa,
     fleiss_kappa_binary,
     headline_bootstrap,
-    kappa_from_counts,
     masi_distance,
 )
 
@@ -44,16 +42,6 @@ def test_cohen_kappa_published_example():
     x = [1] * 20 + [1] * 5 + [0] * 10 + [0] * 15
     y = [1] * 20 + [0] * 5 + [1] * 10 + [0] * 15
     assert cohen_kappa(x, y) == pytest.approx(0.4)
-    assert kappa_from_counts(20, 5, 10, 15) == pytest.approx(0.4)
-
-
-def test_counts_formula_equals_scikit_learn():
-    x = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1]
-    y = [1, 1, 1, 0, 0, 0, 1, 0, 0, 1]
-    n11 = sum(a and b for a, b in zip(x, y, strict=True))
-    n10 = sum(a and not b for a, b in zip(x, y, strict=True))
-    n01 = sum(b and not a for a, b in zip(x, y, strict=True))
-    assert kappa_from_counts(n11, n10, n01, 10 - n11 - n10 - n01) == pytest.approx(cohen_kappa_score(x, y))
 
 
 def test_kappa_undefined_exactly_when_pe_is_one():
@@ -230,7 +218,8 @@ def test_command_on_a_study_uses_first_submissions(study, trio, codebook):
     from django.core.management import call_command
 
     from annotation.models import Assignment
-    from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
+    from annotation.selectors.queue import annotation_for
+    from annotation.services.coding import LabelInput, annotation_save, annotation_submit
 
     code = codebook.codes.get(key="lossy-handoff")
     for assignment in Assignment.objects.filter(study=study):
@@ -251,7 +240,7 @@ def test_command_on_a_study_uses_first_submissions(study, trio, codebook):
 
 
 def test_headline_series_equals_full_reports_on_prefixes():
-    from annotation.agreement import headline_series
+    from annotation.stats.agreement import headline_series
 
     codings = []
     for i in range(30):

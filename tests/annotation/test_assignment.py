@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from annotation.assignment import annotator_pairs, assign_pairs, pilot_sample
+from annotation.stats.assignment import annotator_pairs, assign_pairs, pilot_sample
 
 
 def _paper_runs():

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import discussion as flow
-from annotation.models import Assignment, AuditEntry, Discussion, Final
-from annotation.selectors import agreement_input
-from annotation.services import AnnotationError, LabelInput, annotation_for, annotation_save, annotation_submit
+from annotation.errors import AnnotationError
+from annotation.models import Assignment, AuditEntry, Discussion, FinalCoding
+from annotation.selectors.dashboard import agreement_input
+from annotation.selectors.queue import annotation_for
+from annotation.services import review as flow
+from annotation.services.coding import LabelInput, annotation_revise, annotation_save, annotation_submit
 from tests.annotation.test_views import HTMX, form
 from tests.conftest import client_for, mode_code
 
@@ -36,9 +38,9 @@ def test_agreement_becomes_final(study, codebook):
     a, b = both(study)
     lossy = mode_code(codebook, "lossy-handoff")
     code_run(a, [lossy])
-    assert Final.objects.count() == 0 and Discussion.objects.count() == 0  # one coding is not enough
+    assert FinalCoding.objects.count() == 0 and Discussion.objects.count() == 0  # one coding is not enough
     code_run(b, [lossy])
-    final = Final.objects.get()
+    final = FinalCoding.objects.get()
     assert final.provenance == "agreed" and not final.no_failure
     label = final.labels.get()
     assert label.code == lossy and label.rationale.count("because lossy-handoff") == 2
@@ -49,7 +51,7 @@ def test_two_no_failure_codings_agree(study):
     a, b = both(study)
     code_run(a, [])
     code_run(b, [])
-    assert Final.objects.get().no_failure
+    assert FinalCoding.objects.get().no_failure
 
 
 def test_disagreement_opens_a_discussion_with_masi_agreement(study, codebook):
@@ -60,7 +62,7 @@ def test_disagreement_opens_a_discussion_with_masi_agreement(study, codebook):
     discussion = Discussion.objects.get()
     assert discussion.status == "open"
     assert discussion.agreement == pytest.approx(0.5 * 2 / 3)  # J = 1/2, subset → M = 2/3
-    assert Final.objects.count() == 0
+    assert FinalCoding.objects.count() == 0
 
 
 def test_revise_consensus_and_first_submission_kept_for_kappa(study, codebook):
@@ -72,7 +74,7 @@ def test_revise_consensus_and_first_submission_kept_for_kappa(study, codebook):
     with pytest.raises(AnnotationError, match="still differ"):
         flow.discussion_consensus(discussion=discussion, actor=a.annotator)
     with pytest.raises(AnnotationError, match="your own"):
-        flow.annotation_revise(
+        annotation_revise(
             discussion=discussion,
             annotation=ann_b,
             actor=a.annotator,
@@ -81,7 +83,7 @@ def test_revise_consensus_and_first_submission_kept_for_kappa(study, codebook):
             notes="",
             labels=[],
         )
-    flow.annotation_revise(
+    annotation_revise(
         discussion=discussion,
         annotation=ann_b,
         actor=b.annotator,
@@ -145,7 +147,7 @@ def test_pages_and_access(study, codebook, adjudicator, trio):
     done = client_for(adjudicator).post(
         f"/annotate/adjudication/{discussion.pk}/", {"code": [stale.pk], f"rationale-{stale.pk}": "brief was stale"}
     )
-    assert done.status_code == 302 and Final.objects.get().provenance == "adjudicated"
+    assert done.status_code == 302 and FinalCoding.objects.get().provenance == "adjudicated"
 
 
 def test_revising_through_the_annotate_page(study, codebook):
@@ -168,4 +170,4 @@ def test_simulate_codings_demo_command(study):
     out = StringIO()
     call_command("simulate_codings", str(study.pk), "--fraction", "1", "--agree", "0.5", "--seed", "3", stdout=out)
     assert "[demo] submitted 12 synthetic codings on 6 runs" in out.getvalue()
-    assert Final.objects.count() + Discussion.objects.count() == 6
+    assert FinalCoding.objects.count() + Discussion.objects.count() == 6

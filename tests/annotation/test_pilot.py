@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.errors import AnnotationError
 from annotation.models import OpenCode
-from annotation.pilot import Promotion, open_codes_set, pilot_create, pilot_groups, pilot_promote
-from annotation.services import AnnotationError
+from annotation.selectors.pilot import pilot_groups
+from annotation.services.pilot import Promotion, open_codes_set, pilot_create, pilot_promote
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db

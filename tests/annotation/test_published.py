@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import Annotation, Final
-from annotation.published import PublishedFormatError, parse_annotation_md
-from annotation.services import AnnotationError, published_import, study_create
+from annotation.annotation_md import PublishedFormatError, parse_annotation_md
+from annotation.errors import AnnotationError
+from annotation.models import Annotation, FinalCoding
+from annotation.services.published import published_import
+from annotation.services.studies import study_create
 from tests.conftest import REAL, simple_run, write_jsonl
 from trajectories.services import import_paths
 
@@ -59,7 +61,7 @@ def test_import_as_an_annotators_submitted_labels(dictdb_study, trio):
 def test_import_as_gold(dictdb_study):
     record = parse_annotation_md(SAMPLE.read_text())
     published_import(study=dictdb_study, record=record)
-    final = Final.objects.get()
+    final = FinalCoding.objects.get()
     assert final.provenance == "imported" and [fl.code.key for fl in final.labels.all()] == ["final-tree-overwrite"]
 
 

@@ -8,7 +8,15 @@ import io
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.reports import FinalInstance, PairOutcome, concurrency_helped, holm, mcnemar_exact, rq1, table3
+from annotation.stats.reports import (
+    FinalInstance,
+    PairOutcome,
+    concurrency_helped,
+    failure_mode_table,
+    holm,
+    mcnemar_exact,
+    outcome_comparison,
+)
 from tests.annotation.test_discussion import both, code_run
 from tests.conftest import client_for, mode_code
 
@@ -24,7 +32,7 @@ def test_table3_by_hand():
         inst(2, "Kimi", "m1", "s1", "c1"),
         inst(3, "Kimi", "m3", "s2", "c2"),
     ]
-    t = table3(instances, agents=["Codex", "Kimi"], runs_total=10)
+    t = failure_mode_table(instances, agents=["Codex", "Kimi"], runs_total=10)
     assert (t["instances"], t["runs_with_mode"], t["runs_total"]) == (4, 3, 10)
     rows = {(r["level"], r["key"]): r for r in t["rows"]}
     assert rows[("category", "c1")]["count"] == 3 and rows[("category", "c1")]["percent"] == pytest.approx(75.0)
@@ -58,7 +66,7 @@ def test_rq1_by_hand():
         pair(False, True, 0.2, 1.0, 300, 100),
         pair(True, True, 1.0, 1.0, 100, 100),
     ]
-    result = rq1(pairs)
+    result = outcome_comparison(pairs)
     [cell] = result["cells"]
     assert cell["concurrent_task_pass"] == pytest.approx(0.75) and cell["sequential_task_pass"] == pytest.approx(0.5)
     assert cell["concurrent_test_pass"] == pytest.approx(0.8) and cell["sequential_test_pass"] == pytest.approx(0.825)
@@ -80,8 +88,8 @@ def test_concurrency_helped_rules():
 @pytest.fixture
 def coded_study(study, codebook, adjudicator):
     """Every run coded twice: runs 1–3 agree on lossy-handoff, the rest disagree, one adjudicated."""
-    from annotation import discussion as flow
     from annotation.models import Discussion
+    from annotation.services import review as flow
 
     lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
     for index, run in enumerate(study.runs.order_by("pk")):

@@ -5,20 +5,11 @@ from collections import Counter
 import pytest
 from django.db import IntegrityError, transaction
 
+from annotation.errors import AnnotationError, ConflictError, LockedError
 from annotation.models import Annotation, Assignment, AuditEntry
-from annotation.services import (
-    AnnotationError,
-    ConflictError,
-    LabelInput,
-    LockedError,
-    annotation_for,
-    annotation_save,
-    annotation_submit,
-    annotator_replace,
-    assignment_add,
-    study_assign,
-    study_create,
-)
+from annotation.selectors.queue import annotation_for
+from annotation.services.coding import LabelInput, annotation_save, annotation_submit
+from annotation.services.studies import annotator_replace, assignment_add, study_assign, study_create
 from taxonomy.services import codebook_new_version
 from tests.conftest import _user, mode_code
 

@@ -6,7 +6,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import Annotation, Assignment
-from annotation.services import annotation_for, annotation_save
+from annotation.selectors.queue import annotation_for
+from annotation.services.coding import annotation_save
 from tests.conftest import client_for, mode_code
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import Assignment, Discussion, Final
+from annotation.models import Assignment, Discussion, FinalCoding
 from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -59,7 +59,7 @@ def test_disagreement_discussion_escalation_adjudication(page, live_server, stud
     page.fill(f"#adjudication-form textarea[name=rationale-{stale.pk}]", "The brief predates the refactor.")
     page.click("#adjudication-form button[type=submit]")
     page.wait_for_selector("text=adjudicated")
-    final = Final.objects.get(run=run)
+    final = FinalCoding.objects.get(run=run)
     assert final.provenance == "adjudicated" and final.decided_by == adjudicator
     assert [fl.code.key for fl in final.labels.all()] == ["stale-handoff"]
     discussion.refresh_from_db()

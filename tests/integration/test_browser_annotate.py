@@ -87,7 +87,7 @@ def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, 
     """Ctrl+Enter while an autosave is in flight: the submit must queue behind it, not race it."""
     import time
 
-    from annotation import views
+    from annotation.views import coding as views
 
     real_parse = views.parse_annotation_form
 

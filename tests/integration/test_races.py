@@ -11,15 +11,11 @@ from collections import Counter
 import pytest
 from django.db import connection, connections
 
+from annotation.errors import AnnotationError, ConflictError
 from annotation.models import Annotation, Assignment
-from annotation.services import (
-    AnnotationError,
-    ConflictError,
-    annotation_for,
-    annotation_save,
-    assignment_add,
-    study_assign,
-)
+from annotation.selectors.queue import annotation_for
+from annotation.services.coding import annotation_save
+from annotation.services.studies import assignment_add, study_assign
 from tests.conftest import _user, skip_or_fail
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

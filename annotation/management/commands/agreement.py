@@ -5,15 +5,15 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.agreement import (
+from annotation.models import Study
+from annotation.selectors.dashboard import agreement_input
+from annotation.stats.agreement import (
     AgreementInputError,
     agreement_report,
     codings_from_json,
     headline_bootstrap,
     taxonomy_from_json,
 )
-from annotation.models import Study
-from annotation.selectors import agreement_input
 
 
 class Command(BaseCommand):

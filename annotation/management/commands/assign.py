@@ -5,7 +5,7 @@ from collections import Counter
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Assignment, Study
-from annotation.services import study_assign
+from annotation.services.studies import study_assign
 
 
 class Command(BaseCommand):

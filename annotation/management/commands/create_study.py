@@ -3,7 +3,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.services import AnnotationError, study_create
+from annotation.errors import AnnotationError
+from annotation.services.studies import study_create
 from taxonomy.models import Codebook
 
 

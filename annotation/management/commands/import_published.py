@@ -5,9 +5,10 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotation.annotation_md import PublishedFormatError, parse_annotation_md
+from annotation.errors import AnnotationError
 from annotation.models import Study
-from annotation.published import PublishedFormatError, parse_annotation_md
-from annotation.services import AnnotationError, published_import
+from annotation.services.published import published_import
 
 
 class Command(BaseCommand):

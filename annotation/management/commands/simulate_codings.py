@@ -7,9 +7,10 @@ import random
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.discussion import discussion_escalate
 from annotation.models import Assignment, Discussion, Study
-from annotation.services import LabelInput, annotation_for, annotation_save, annotation_submit
+from annotation.selectors.queue import annotation_for
+from annotation.services.coding import LabelInput, annotation_save, annotation_submit
+from annotation.services.review import discussion_escalate
 
 
 class Command(BaseCommand):

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trajectories.exports import METRICS_COLUMNS, metrics_rows
+from trajectories.models import Run
+from trajectories.selectors import twins
 
+from ..models import LABEL_FIELDS, Annotation, FinalCoding, Label, Study
 from . import dashboard
-from .models import Final, Label, Study
 
 LABEL_COLUMNS = (
     "study",
@@ -23,12 +25,7 @@ LABEL_COLUMNS = (
     "subcategory",
     "mode",
     "path",
-    "rationale",
-    "realized_consequence",
-    "evidence",
-    "contrast",
-    "nearest_rejected",
-    "rejection_reason",
+    *LABEL_FIELDS,
     "submitted_at",
     "updated_at",
 )
@@ -70,8 +67,6 @@ def _path(code) -> tuple[str, str, str, str]:
 
 
 def label_rows(study: Study) -> Iterator[dict]:
-    from .models import Annotation
-
     labels = (
         Label.objects.filter(annotation__assignment__study=study)
         .select_related(
@@ -108,24 +103,23 @@ def _label_row(study: Study, annotation, label) -> dict:
     }
     if label is not None:
         cat, sub, mode, path = _path(label.code)
+        content = label.content()
         row.update(
+            content,
             category=cat,
             subcategory=sub,
             mode=mode,
             path=path,
-            rationale=label.rationale,
-            realized_consequence=label.realized_consequence,
-            evidence="; ".join(label.evidence),
-            contrast="; ".join(label.contrast),
-            nearest_rejected=label.nearest_rejected.key if label.nearest_rejected else "",
-            rejection_reason=label.rejection_reason,
+            evidence="; ".join(content["evidence"]),
+            contrast="; ".join(content["contrast"]),
+            nearest_rejected=content["nearest_rejected"] or "",
         )
     return row
 
 
 def final_rows(study: Study) -> Iterator[dict]:
     finals = (
-        Final.objects.filter(study=study)
+        FinalCoding.objects.filter(study=study)
         .select_related("run__agent", "run__task__benchmark", "decided_by")
         .prefetch_related("labels__code__parent__parent")
         .order_by("run_id")
@@ -159,7 +153,7 @@ def final_rows(study: Study) -> Iterator[dict]:
 
 
 def table3_rows(study: Study) -> tuple[tuple[str, ...], Iterator[dict]]:
-    table = dashboard.study_table3(study=study)
+    table = dashboard.study_failure_modes(study=study)
     agents = sorted(set(study.runs.values_list("agent__name", flat=True)))
     columns = (*TABLE3_COLUMNS, *(f"share_{agent}" for agent in agents))
 
@@ -208,14 +202,11 @@ def per_code_rows(study: Study) -> Iterator[dict]:
 
 
 def outcome_rows(study: Study) -> Iterator[dict]:
-    from trajectories.models import Run
-
-    runs = Run.objects.filter(studies=study).select_related("task__benchmark", "agent").order_by("pk")
-    twins = Run.objects.filter(
-        mode=Run.Mode.SEQUENTIAL, task__in=runs.values("task"), agent__in=runs.values("agent")
-    ).select_related("task__benchmark", "agent")
-    yield from metrics_rows(runs.iterator(chunk_size=500))
-    yield from metrics_rows(twins.iterator(chunk_size=500))
+    """The study's runs, then their twins, one row of outcomes and metrics each."""
+    runs = Run.objects.filter(studies=study)
+    yield from metrics_rows(runs.select_related("task__benchmark", "agent").order_by("pk").iterator(chunk_size=500))
+    pairs = twins(runs=runs).select_related("task__benchmark", "agent").order_by("pk")
+    yield from metrics_rows(pairs.iterator(chunk_size=500))
 
 
 def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:

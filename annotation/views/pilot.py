@@ -1,20 +1,25 @@
+"""Pilot open coding: an annotator's pilot runs and open codes; an admin consolidates and
+promotes them into a new draft codebook."""
+
 from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.roles import can_import
-from trajectories.views import pair_sides
+from accounts.roles import is_admin
+from config.htmx import HtmxHttpRequest
+from trajectories.selectors import pair_sides
 
-from .models import OpenCode, PilotRound
-from .pilot import Promotion, open_codes_set, pilot_groups, pilot_promote
-from .services import AnnotationError
+from ..errors import AnnotationError
+from ..models import OpenCode, PilotRound
+from ..selectors.pilot import pilot_groups
+from ..services.pilot import Promotion, open_codes_set, pilot_promote
 
 
-def _my_pilot(request: HttpRequest, pilot_id: int) -> PilotRound:
+def _my_pilot(request: HtmxHttpRequest, pilot_id: int) -> PilotRound:
     pilot = PilotRound.objects.filter(pk=pilot_id, annotators=request.user).first()
     if pilot is None:
         raise Http404("No such pilot round of yours.")
@@ -22,7 +27,7 @@ def _my_pilot(request: HttpRequest, pilot_id: int) -> PilotRound:
 
 
 @require_GET
-def pilot_home(request: HttpRequest, pilot_id: int) -> HttpResponse:
+def pilot_home(request: HtmxHttpRequest, pilot_id: int) -> HttpResponse:
     pilot = _my_pilot(request, pilot_id)
     mine = {}
     for code in OpenCode.objects.filter(pilot=pilot, annotator=request.user):
@@ -33,7 +38,7 @@ def pilot_home(request: HttpRequest, pilot_id: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def pilot_run(request: HttpRequest, pilot_id: int, run_id: int) -> HttpResponse:
+def pilot_run(request: HtmxHttpRequest, pilot_id: int, run_id: int) -> HttpResponse:
     pilot = _my_pilot(request, pilot_id)
     run = get_object_or_404(pilot.runs.select_related("task__benchmark", "agent"), pk=run_id)
     error = ""
@@ -63,8 +68,8 @@ def pilot_run(request: HttpRequest, pilot_id: int, run_id: int) -> HttpResponse:
 
 
 @require_GET
-def pilot_consolidate(request: HttpRequest, pilot_id: int) -> HttpResponse:
-    if not can_import(request.user):
+def pilot_consolidate(request: HtmxHttpRequest, pilot_id: int) -> HttpResponse:
+    if not is_admin(request.user):
         raise PermissionDenied("Only admins consolidate pilot codes.")
     pilot = get_object_or_404(PilotRound.objects.select_related("base_codebook", "result_codebook"), pk=pilot_id)
     subcategories = pilot.base_codebook.codes.filter(level="subcategory") if pilot.base_codebook else []
@@ -76,8 +81,8 @@ def pilot_consolidate(request: HttpRequest, pilot_id: int) -> HttpResponse:
 
 
 @require_POST
-def pilot_promote_view(request: HttpRequest, pilot_id: int) -> HttpResponse:
-    if not can_import(request.user):
+def pilot_promote_view(request: HtmxHttpRequest, pilot_id: int) -> HttpResponse:
+    if not is_admin(request.user):
         raise PermissionDenied("Only admins consolidate pilot codes.")
     pilot = get_object_or_404(PilotRound, pk=pilot_id)
     groups = request.POST.getlist("group")

@@ -80,20 +80,6 @@ def cohen_kappa(x: Sequence[int], y: Sequence[int]) -> float | None:
     return float(cohen_kappa_score(x, y, labels=[0, 1]))
 
 
-def kappa_from_counts(n11: int, n10: int, n01: int, n00: int) -> float | None:
-    """Cohen's κ of a 2×2 table (used by the bootstrap; equals scikit-learn's value)."""
-    n = n11 + n10 + n01 + n00
-    if n == 0:
-        return None
-    p_o = (n11 + n00) / n
-    pa, pb = (n11 + n10) / n, (n11 + n01) / n
-    p_e = pa * pb + (1 - pa) * (1 - pb)
-    a1, b1 = n11 + n10, n11 + n01
-    if a1 == b1 and a1 in (0, n):
-        return None
-    return (p_o - p_e) / (1 - p_e)
-
-
 # -- Krippendorff's alpha -----------------------------------------------------------------
 
 
@@ -138,32 +124,24 @@ def alpha_masi(units: Sequence[Sequence[frozenset[str]]]) -> float | None:
 
 
 def alpha_nominal_binary(pairs: Sequence[tuple[int, int]]) -> float | None:
-    """Krippendorff's nominal α for units of two binary values each."""
-    n = 2 * len(pairs)
-    if n < 2:
-        return None
-    disagreements = sum(1 for x, y in pairs if x != y)
-    ones = sum(x + y for x, y in pairs)
-    zeros = n - ones
-    observed = 2 * disagreements / n  # o_01 + o_10 over n
-    expected = 2 * ones * zeros / (n * (n - 1))
-    if expected == 0:
-        return None
-    return 1.0 - observed / expected
+    """Krippendorff's nominal α for units of two binary values each (the krippendorff package)."""
+    if len(pairs) < 1 or len({value for pair in pairs for value in pair}) < 2:
+        return None  # no expected disagreement: α is undefined
+    import krippendorff
+    import numpy as np
+
+    return float(krippendorff.alpha(reliability_data=np.array(pairs, dtype=float).T, level_of_measurement="nominal"))
 
 
 def fleiss_kappa_binary(pairs: Sequence[tuple[int, int]]) -> float | None:
-    """Fleiss' κ for units rated by two raters into {0, 1}."""
-    units = len(pairs)
-    if units == 0:
-        return None
-    agree = sum(1 for x, y in pairs if x == y)
-    p_bar = agree / units  # P_i is 1 when both agree, 0 otherwise (two raters)
-    p1 = sum(x + y for x, y in pairs) / (2 * units)
-    p_e = p1 * p1 + (1 - p1) * (1 - p1)
-    if p_e == 1:
-        return None
-    return (p_bar - p_e) / (1 - p_e)
+    """Fleiss' κ for units rated by two raters into {0, 1} (statsmodels)."""
+    if not pairs or len({value for pair in pairs for value in pair}) < 2:
+        return None  # every rating the same: p_e = 1, κ is undefined
+    import numpy as np
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    counts = np.array([[2 - x - y, x + y] for x, y in pairs])
+    return float(fleiss_kappa(counts, method="fleiss"))
 
 
 # -- the report -----------------------------------------------------------------------------

@@ -1,4 +1,9 @@
-"""Discussion of a disagreement, consensus, escalation, and the senior author's adjudication."""
+"""Writes that review the two codings of a run: reconcile (agree → final labels, disagree → a
+discussion), the discussion (comments, consensus, escalation) and the senior adjudicator's ruling.
+
+The flow: coding.annotation_submit → run_reconcile → (FinalCoding | Discussion) →
+discussion_consensus | discussion_escalate → adjudicate.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +13,61 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.roles import can_import
 from taxonomy.models import Code
 
-from .models import Annotation, Comment, Discussion, Final, FinalLabel
-from .reconcile import final_from_annotations, mode_keys, run_annotations
-from .services import AnnotationError, LabelInput, annotation_save
+from ..errors import AnnotationError
+from ..models import Annotation, Comment, Discussion, FinalCoding, FinalLabel, Study
+from ..selectors.review import participants, run_annotations
+from ..stats.agreement import masi_distance
 
 
-def participants(discussion: Discussion) -> set[int]:
-    return set(discussion.study.assignments.filter(run_id=discussion.run_id).values_list("annotator_id", flat=True))
+def mode_keys(annotation: Annotation) -> frozenset[str]:
+    return frozenset(annotation.labels.values_list("code__key", flat=True))
 
 
-def can_view(discussion: Discussion, user: AbstractBaseUser) -> bool:
-    return user.pk in participants(discussion) or user.pk == discussion.study.adjudicator_id or can_import(user)
+def final_from_annotations(
+    *, study: Study, run_id: int, annotations: list[Annotation], provenance: str, actor=None
+) -> FinalCoding:
+    """Final labels = the (identical) mode set, each with both annotators' rationales and evidence."""
+    final = FinalCoding.objects.create(
+        study=study,
+        run_id=run_id,
+        provenance=provenance,
+        decided_by=actor,
+        no_failure=not any(mode_keys(a) for a in annotations),
+    )
+    merged: dict[int, FinalLabel] = {}
+    for annotation in annotations:
+        who = annotation.assignment.annotator.get_username()
+        for label in annotation.labels.all():
+            entry = merged.setdefault(label.code_id, FinalLabel(final=final, code_id=label.code_id, evidence=[]))
+            entry.rationale = (entry.rationale + "\n\n" if entry.rationale else "") + f"[{who}] {label.rationale}"
+            entry.evidence = entry.evidence + [e for e in label.evidence if e not in entry.evidence]
+    FinalLabel.objects.bulk_create(merged.values())
+    return final
+
+
+@transaction.atomic
+def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | None:
+    """Idempotent: does nothing until both codings are in, or once the run is reconciled."""
+    annotations = run_annotations(study=study, run_id=run_id)
+    if len(annotations) != 2 or not all(a.is_submitted for a in annotations):
+        return None
+    existing = FinalCoding.objects.filter(study=study, run_id=run_id).first()
+    if existing:
+        return existing
+    discussion = Discussion.objects.filter(study=study, run_id=run_id).first()
+    if discussion:
+        return discussion
+    first, second = (mode_keys(a) for a in annotations)
+    if first == second:
+        return final_from_annotations(
+            study=study, run_id=run_id, annotations=annotations, provenance=FinalCoding.Provenance.AGREED
+        )
+    return Discussion.objects.create(study=study, run_id=run_id, agreement=1.0 - masi_distance(first, second))
+
+
+# -- discussion and adjudication --------------------------------------------------------
 
 
 def _require_open(discussion: Discussion) -> None:
@@ -37,34 +83,8 @@ def discussion_comment(*, discussion: Discussion, author: AbstractBaseUser, text
     return Comment.objects.create(discussion=discussion, author=author, text=text.strip())
 
 
-def annotation_revise(
-    *,
-    discussion: Discussion,
-    annotation: Annotation,
-    actor: AbstractBaseUser,
-    version: int,
-    no_failure: bool,
-    notes: str,
-    labels: list[LabelInput],
-) -> Annotation:
-    """An annotator revises their own submitted coding while the discussion is open (history kept;
-    agreement statistics keep using the first submission)."""
-    _require_open(discussion)
-    if annotation.assignment.annotator_id != actor.pk or annotation.assignment.run_id != discussion.run_id:
-        raise AnnotationError("you can only revise your own coding of this run")
-    return annotation_save(
-        annotation=annotation,
-        actor=actor,
-        version=version,
-        no_failure=no_failure,
-        notes=notes,
-        labels=labels,
-        revising=True,
-    )
-
-
 @transaction.atomic
-def discussion_consensus(*, discussion: Discussion, actor: AbstractBaseUser) -> Final:
+def discussion_consensus(*, discussion: Discussion, actor: AbstractBaseUser) -> FinalCoding:
     _require_open(discussion)
     if actor.pk not in participants(discussion):
         raise AnnotationError("only the two annotators can resolve by consensus")
@@ -76,7 +96,7 @@ def discussion_consensus(*, discussion: Discussion, actor: AbstractBaseUser) -> 
         study=discussion.study,
         run_id=discussion.run_id,
         annotations=annotations,
-        provenance=Final.Provenance.CONSENSUS,
+        provenance=FinalCoding.Provenance.CONSENSUS,
         actor=actor,
     )
     discussion.status = Discussion.Status.CONSENSUS
@@ -105,7 +125,7 @@ class Ruling:
 @transaction.atomic
 def adjudicate(
     *, discussion: Discussion, actor: AbstractBaseUser, rulings: list[Ruling], no_failure: bool = False, note: str = ""
-) -> Final:
+) -> FinalCoding:
     """The senior adjudicator picks the final codes, each with a rationale."""
     if actor.pk != discussion.study.adjudicator_id:
         raise AnnotationError("only the study's adjudicator can adjudicate")
@@ -126,10 +146,10 @@ def adjudicate(
         errors["codes"] = "pick the final modes, or 'no failure mode'"
     if errors:
         raise AnnotationError("; ".join(f"{k}: {v}" for k, v in errors.items()), errors)
-    final = Final.objects.create(
+    final = FinalCoding.objects.create(
         study=discussion.study,
         run_id=discussion.run_id,
-        provenance=Final.Provenance.ADJUDICATED,
+        provenance=FinalCoding.Provenance.ADJUDICATED,
         decided_by=actor,
         no_failure=no_failure,
         note=note,

@@ -1,20 +1,25 @@
+"""An annotator's pages: the queue, the annotate page (the pair beside the code picker) and its
+autosave, submit and revise targets."""
+
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from trajectories.views import pair_sides
+from config.htmx import HtmxHttpRequest
+from trajectories.selectors import pair_sides
 
-from . import selectors, services
-from .discussion import annotation_revise
-from .forms import parse_annotation_form
-from .models import Assignment, Discussion
+from ..errors import AnnotationError, ConflictError, LockedError
+from ..forms import parse_annotation_form
+from ..models import Assignment, Discussion
+from ..selectors import queue as selectors
+from ..services.coding import annotation_revise, annotation_save, annotation_submit
 
 
-def _own(request: HttpRequest, assignment_id: int) -> Assignment:
+def _own(request: HtmxHttpRequest, assignment_id: int) -> Assignment:
     assignment = selectors.own_assignment(user=request.user, assignment_id=assignment_id)
     if assignment is None:
         raise Http404("No such assignment of yours.")
@@ -22,7 +27,7 @@ def _own(request: HttpRequest, assignment_id: int) -> Assignment:
 
 
 @require_GET
-def queue(request: HttpRequest) -> HttpResponse:
+def queue(request: HtmxHttpRequest) -> HttpResponse:
     assignments = list(selectors.my_assignments(user=request.user))
     context = {
         "assignments": assignments,
@@ -33,7 +38,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def next_run(request: HttpRequest) -> HttpResponse:
+def next_run(request: HtmxHttpRequest) -> HttpResponse:
     assignment = selectors.next_assignment(user=request.user)
     if assignment is None:
         return redirect("annotation:queue")
@@ -41,9 +46,9 @@ def next_run(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def annotate(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     assignment = _own(request, assignment_id)
-    annotation = services.annotation_for(assignment=assignment)
+    annotation = selectors.annotation_for(assignment=assignment)
     labels = {label.code_id: label for label in annotation.labels.all()} if annotation.pk else {}
     tree = selectors.picker_tree(study=assignment.study)
     modes = [mode for category in tree for sub in category.children for mode in sub.children]
@@ -65,22 +70,22 @@ def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
     return render(request, "annotation/annotate.html", context)
 
 
-def _status(request: HttpRequest, annotation, *, error: str = "", status: int = 200) -> HttpResponse:
+def _status(request: HtmxHttpRequest, annotation, *, error: str = "", status: int = 200) -> HttpResponse:
     response = render(
         request, "annotation/partials/save_status.html", {"annotation": annotation, "error": error}, status=status
     )
     return response
 
 
-def _apply(request: HttpRequest, annotation, write) -> HttpResponse | None:
+def _apply(request: HtmxHttpRequest, annotation, write) -> HttpResponse | None:
     """Parse the annotate form and run `write(form)`; a refusal becomes the status fragment
     (409 for a stale version or a locked annotation, 422 for invalid input)."""
     try:
         write(parse_annotation_form(request.POST))
-    except (services.ConflictError, services.LockedError) as exc:
+    except (ConflictError, LockedError) as exc:
         _reload(annotation)
         return _status(request, annotation, error=str(exc), status=409)
-    except services.AnnotationError as exc:
+    except AnnotationError as exc:
         _reload(annotation)
         return _status(request, annotation, error=str(exc), status=422)
     return None
@@ -91,32 +96,32 @@ def _reload(annotation) -> None:
         annotation.refresh_from_db()
 
 
-def _saved(request: HttpRequest, assignment: Assignment, annotation) -> HttpResponse:
+def _saved(request: HtmxHttpRequest, assignment: Assignment, annotation) -> HttpResponse:
     if not request.htmx:
         return redirect("annotation:annotate", assignment_id=assignment.pk)
     return _status(request, annotation)
 
 
 @require_POST
-def save(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def save(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     assignment = _own(request, assignment_id)
-    annotation = services.annotation_for(assignment=assignment)
+    annotation = selectors.annotation_for(assignment=assignment)
 
     def write(form):
-        services.annotation_save(annotation=annotation, actor=request.user, **form)
+        annotation_save(annotation=annotation, actor=request.user, **form)
 
     return _apply(request, annotation, write) or _saved(request, assignment, annotation)
 
 
 @require_POST
-def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def submit(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     assignment = _own(request, assignment_id)
-    annotation = services.annotation_for(assignment=assignment)
+    annotation = selectors.annotation_for(assignment=assignment)
 
     def write(form):
         # Submitting saves what is on the screen first, then locks it.
-        services.annotation_save(annotation=annotation, actor=request.user, **form)
-        services.annotation_submit(annotation=annotation, actor=request.user, version=annotation.version)
+        annotation_save(annotation=annotation, actor=request.user, **form)
+        annotation_submit(annotation=annotation, actor=request.user, version=annotation.version)
 
     refused = _apply(request, annotation, write)
     if refused:
@@ -126,10 +131,10 @@ def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 
 @require_POST
-def revise(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def revise(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     """Autosave target while the run is under discussion: revises the submitted coding."""
     assignment = _own(request, assignment_id)
-    annotation = services.annotation_for(assignment=assignment)
+    annotation = selectors.annotation_for(assignment=assignment)
     discussion = Discussion.objects.filter(study=assignment.study, run=assignment.run).first()
     if discussion is None:
         return _status(request, annotation, error="this run is not under discussion", status=409)

@@ -1,44 +1,44 @@
+"""Reviewing a run's two codings: the discussions (comments, consensus, escalation) and the
+senior adjudicator's queue and ruling."""
+
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from trajectories.views import pair_sides
+from config.htmx import HtmxHttpRequest
+from trajectories.selectors import pair_sides
 
-from . import discussion as flow
-from . import selectors
-from .models import Discussion
-from .services import AnnotationError
+from ..errors import AnnotationError
+from ..models import Discussion
+from ..selectors import review as selectors
+from ..services import review as flow
 
 
-def _discussion(request: HttpRequest, discussion_id: int) -> Discussion:
-    discussion = (
-        Discussion.objects.select_related("study__codebook", "run__task__benchmark", "run__agent")
-        .filter(pk=discussion_id)
-        .first()
-    )
-    if discussion is None or not flow.can_view(discussion, request.user):
+def _discussion(request: HtmxHttpRequest, discussion_id: int) -> Discussion:
+    discussion = selectors.discussion_for(user=request.user, discussion_id=discussion_id)
+    if discussion is None:
         raise Http404("No such discussion of yours.")
     return discussion
 
 
 @require_GET
-def discussion_list(request: HttpRequest) -> HttpResponse:
+def discussion_list(request: HtmxHttpRequest) -> HttpResponse:
     return render(
         request, "annotation/discussion_list.html", {"discussions": selectors.my_discussions(user=request.user)}
     )
 
 
 @require_GET
-def discussion_detail(request: HttpRequest, discussion_id: int) -> HttpResponse:
+def discussion_detail(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
     discussion = _discussion(request, discussion_id)
     context = {
         "discussion": discussion,
         "compare": selectors.codings_compare(discussion=discussion),
         "comments": discussion.comments.select_related("author"),
-        "is_participant": request.user.pk in flow.participants(discussion),
+        "is_participant": request.user.pk in selectors.participants(discussion),
         "my_assignment": discussion.study.assignments.filter(run_id=discussion.run_id, annotator=request.user).first(),
     }
     template = "annotation/discussion_detail.html#comments" if request.htmx else "annotation/discussion_detail.html"
@@ -46,7 +46,7 @@ def discussion_detail(request: HttpRequest, discussion_id: int) -> HttpResponse:
 
 
 @require_POST
-def discussion_comment(request: HttpRequest, discussion_id: int) -> HttpResponse:
+def discussion_comment(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
     discussion = _discussion(request, discussion_id)
     try:
         flow.discussion_comment(discussion=discussion, author=request.user, text=request.POST.get("text", ""))
@@ -62,7 +62,7 @@ def discussion_comment(request: HttpRequest, discussion_id: int) -> HttpResponse
 
 
 @require_POST
-def discussion_resolve(request: HttpRequest, discussion_id: int) -> HttpResponse:
+def discussion_resolve(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
     discussion = _discussion(request, discussion_id)
     action = request.POST.get("action")
     try:
@@ -80,14 +80,14 @@ def discussion_resolve(request: HttpRequest, discussion_id: int) -> HttpResponse
 
 
 @require_GET
-def adjudication_queue(request: HttpRequest) -> HttpResponse:
+def adjudication_queue(request: HtmxHttpRequest) -> HttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in ("agent", "benchmark", "study")}
     queue = list(selectors.adjudication_queue(user=request.user, filters=filters))
     return render(request, "annotation/adjudication_queue.html", {"queue": queue, "filters": filters})
 
 
 @require_http_methods(["GET", "POST"])
-def adjudicate(request: HttpRequest, discussion_id: int) -> HttpResponse:
+def adjudicate(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
     discussion = _discussion(request, discussion_id)
     if request.user.pk != discussion.study.adjudicator_id:
         raise Http404("Only the study's adjudicator adjudicates.")

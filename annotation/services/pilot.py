@@ -3,7 +3,7 @@ draft codebook version. The OpenCode → Code mapping is kept (`OpenCode.promote
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -11,10 +11,11 @@ from django.db import transaction
 from taxonomy.models import Codebook
 from taxonomy.services import codebook_create_from_specs, codebook_specs
 from taxonomy.tree import CodeSpec, TreeError, slugify_key
+from trajectories.selectors import paired_concurrent_runs
 
-from .assignment import pilot_sample
-from .models import OpenCode, PilotRound
-from .services import AnnotationError, paired_concurrent_runs
+from ..errors import AnnotationError
+from ..models import OpenCode, PilotRound
+from ..stats.assignment import pilot_sample
 
 
 @transaction.atomic
@@ -31,7 +32,9 @@ def pilot_create(
         raise AnnotationError("a pilot round has two annotators")
     pilot = PilotRound.objects.create(name=name, base_codebook=base_codebook)
     pilot.annotators.set(annotators)
-    pilot.runs.set(run_ids if run_ids is not None else pilot_sample(paired_concurrent_runs(), size=size, seed=seed))
+    if run_ids is None:
+        run_ids = pilot_sample(list(paired_concurrent_runs().values_list("pk", flat=True)), size=size, seed=seed)
+    pilot.runs.set(run_ids)
     return pilot
 
 
@@ -55,30 +58,6 @@ def open_codes_set(
     return OpenCode.objects.bulk_create(
         [OpenCode(pilot=pilot, run_id=run_id, annotator=annotator, text=text, memo=memo) for text in cleaned]
     )
-
-
-@dataclass
-class OpenCodeGroup:
-    key: str  # normalised text
-    texts: list[str] = field(default_factory=list)
-    runs: set[int] = field(default_factory=set)
-    annotators: set[str] = field(default_factory=set)
-    count: int = 0
-    promoted_to: str = ""
-
-
-def pilot_groups(*, pilot: PilotRound) -> list[OpenCodeGroup]:
-    groups: dict[str, OpenCodeGroup] = {}
-    for code in pilot.open_codes.select_related("annotator", "promoted_to"):
-        group = groups.setdefault(code.group_key, OpenCodeGroup(key=code.group_key))
-        if code.text not in group.texts:
-            group.texts.append(code.text)
-        group.runs.add(code.run_id)
-        group.annotators.add(code.annotator.get_username())
-        group.count += 1
-        if code.promoted_to:
-            group.promoted_to = code.promoted_to.name
-    return sorted(groups.values(), key=lambda g: (-g.count, g.key))
 
 
 @dataclass

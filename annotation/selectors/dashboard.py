@@ -1,5 +1,6 @@
-"""Reads behind the adjudicator's dashboard and the exports: plain rows for reports.py and
-agreement.py. Every function takes a study and runs a fixed number of queries."""
+"""Reads behind a study's dashboard, its exports and the `agreement` command: plain rows for
+stats.reports and stats.agreement. Every function takes a study and runs a fixed number of
+queries."""
 
 from __future__ import annotations
 
@@ -7,12 +8,39 @@ from collections import Counter, defaultdict
 
 from django.db.models import Count, Q
 
-from trajectories.models import Run
+from trajectories.selectors import twins
 
-from .agreement import agreement_report, headline_bootstrap, headline_series
-from .models import Annotation, Assignment, AuditEntry, Discussion, Final, FinalLabel, Study
-from .reports import FinalInstance, PairOutcome, concurrency_helped, rq1, table3
-from .selectors import agreement_input
+from ..models import AdvantageTag, Annotation, Assignment, AuditEntry, Discussion, FinalCoding, FinalLabel, Study
+from ..stats.agreement import Coding, Taxonomy, agreement_report, headline_bootstrap, headline_series
+from ..stats.reports import FinalInstance, PairOutcome, concurrency_helped, failure_mode_table, outcome_comparison
+
+
+def agreement_input(*, study: Study):
+    """The study's taxonomy and every *independent* coding: the label set each annotator
+    submitted first (from the submit entry of the history), not later discussion revisions."""
+    codes = {c.pk: c for c in study.codebook.codes.all()}
+    modes = {}
+    for code in codes.values():
+        if code.level == "mode":
+            sub = codes[code.parent_id]
+            modes[code.key] = (sub.key, codes[sub.parent_id].key)
+    first_submit = {}
+    entries = (
+        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
+        .select_related("annotation__assignment__annotator")
+        .order_by("at", "pk")
+    )
+    for entry in entries:
+        first_submit.setdefault(entry.annotation_id, entry)
+    codings = [
+        Coding(
+            item=str(e.annotation.assignment.run_id),
+            annotator=e.annotation.assignment.annotator.username,
+            codes=frozenset(label["code"] for label in (e.after or {}).get("labels", [])),
+        )
+        for e in first_submit.values()
+    ]
+    return Taxonomy(modes), codings
 
 
 def progress(*, study: Study) -> dict:
@@ -32,7 +60,7 @@ def progress(*, study: Study) -> dict:
             "assignment__run_id", flat=True
         )
     )
-    finals = set(Final.objects.filter(study=study).values_list("run_id", flat=True))
+    finals = set(FinalCoding.objects.filter(study=study).values_list("run_id", flat=True))
     strata: dict[tuple[str, str], dict] = {}
     for run in runs:
         row = strata.setdefault(
@@ -92,19 +120,19 @@ def final_instances(*, study: Study) -> list[FinalInstance]:
     ]
 
 
-def study_table3(*, study: Study) -> dict:
+def study_failure_modes(*, study: Study) -> dict:
+    """The study's Table 3: failure-mode instances per category, subcategory and mode."""
     agents = sorted(set(study.runs.values_list("agent__name", flat=True)))
-    return table3(final_instances(study=study), agents=agents, runs_total=study.runs.count())
+    return failure_mode_table(final_instances(study=study), agents=agents, runs_total=study.runs.count())
 
 
-def pair_outcomes(*, study: Study | None = None) -> list[PairOutcome]:
-    """Concurrent runs (of the study, or all) with their sequential twins' outcomes."""
-    concurrent = study.runs if study else Run.objects.filter(mode=Run.Mode.CONCURRENT)
-    concurrent = concurrent.select_related("agent", "task__benchmark")
-    twins = {(r.task_id, r.agent_id): r for r in Run.objects.filter(mode=Run.Mode.SEQUENTIAL)}
+def pair_outcomes(*, study: Study) -> list[PairOutcome]:
+    """The study's concurrent runs with their sequential twins' outcomes."""
+    concurrent = study.runs.select_related("agent", "task__benchmark")
+    twin_of = {(r.task_id, r.agent_id): r for r in twins(runs=study.runs.all())}
     out = []
     for run in concurrent:
-        twin = twins.get((run.task_id, run.agent_id))
+        twin = twin_of.get((run.task_id, run.agent_id))
         if twin is None:
             continue
         out.append(
@@ -126,13 +154,13 @@ def pair_outcomes(*, study: Study | None = None) -> list[PairOutcome]:
     return out
 
 
-def study_rq1(*, study: Study) -> dict:
-    return rq1(pair_outcomes(study=study))
+def study_outcomes(*, study: Study) -> dict:
+    """The study's RQ1: concurrent against sequential outcomes, per agent and benchmark."""
+    return outcome_comparison(pair_outcomes(study=study))
 
 
-def advantage_pairs(*, study: Study) -> list[dict]:
-    from .models import AdvantageTag
-
+def helped_pairs(*, study: Study) -> list[dict]:
+    """The study's RQ4 candidates: pairs where concurrency helped, with their mechanism tags."""
     tags = {t.run_id: t for t in AdvantageTag.objects.filter(study=study)}
     rows = []
     for pair in pair_outcomes(study=study):

@@ -1,11 +1,11 @@
 """The study's result tables from plain rows (pure; definitions in docs/agreement.md).
 
-* Table 3: failure-mode instances from final labels per category / subcategory / mode
+* Table 3 (`failure_mode_table`): failure-mode instances from final labels per category / subcategory / mode
   (count, % of all instances), runs with ≥ 1 mode, and each code's share within each
   agent system's instances.
-* RQ1: task pass and mean test pass per agent × benchmark, concurrent vs sequential; the exact
+* RQ1 (`outcome_comparison`): task pass and mean test pass per agent × benchmark, concurrent vs sequential; the exact
   McNemar test on paired task pass per agent with Holm's correction; token and time ratios.
-* RQ4: pairs where concurrency helped.
+* RQ4 (`concurrency_helped`): pairs where concurrency helped.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class FinalInstance:
     category: tuple[str, str]
 
 
-def table3(instances: Sequence[FinalInstance], *, agents: Sequence[str], runs_total: int) -> dict:
+def failure_mode_table(instances: Sequence[FinalInstance], *, agents: Sequence[str], runs_total: int) -> dict:
     total = len(instances)
     per_agent_total = Counter(i.agent for i in instances)
     rows = []
@@ -89,14 +89,13 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 
 def holm(p_values: dict[str, float]) -> dict[str, float]:
-    """Holm–Bonferroni adjusted p-values (monotone, capped at 1)."""
-    ordered = sorted(p_values.items(), key=lambda item: item[1])
-    m = len(ordered)
-    adjusted, running = {}, 0.0
-    for rank, (name, p) in enumerate(ordered):
-        running = max(running, min(1.0, (m - rank) * p))
-        adjusted[name] = running
-    return adjusted
+    """Holm–Bonferroni adjusted p-values (statsmodels' multipletests)."""
+    if not p_values:
+        return {}
+    from statsmodels.stats.multitest import multipletests  # heavy: loaded only when a test is computed
+
+    adjusted = multipletests(list(p_values.values()), method="holm")[1]
+    return {name: float(p) for name, p in zip(p_values, adjusted, strict=True)}
 
 
 def _mean(values) -> float | None:
@@ -104,7 +103,7 @@ def _mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def rq1(pairs: Sequence[PairOutcome]) -> dict:
+def outcome_comparison(pairs: Sequence[PairOutcome]) -> dict:
     cells = []
     by_cell: dict[tuple[str, str], list[PairOutcome]] = defaultdict(list)
     for pair in pairs:

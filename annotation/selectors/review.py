@@ -1,0 +1,83 @@
+"""Reads for reviewing a run's two codings: who takes part in its discussion, both codings side by
+side, an annotator's discussions and the adjudicator's queue."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from accounts.roles import is_admin
+
+from ..models import Annotation, Assignment, Discussion, Study
+
+
+def run_annotations(*, study: Study, run_id: int) -> list[Annotation]:
+    """Both codings of a run (slot order), with their annotators."""
+    return list(
+        Annotation.objects.filter(assignment__study=study, assignment__run_id=run_id)
+        .select_related("assignment__annotator")
+        .order_by("assignment__slot")
+    )
+
+
+def participants(discussion: Discussion) -> set[int]:
+    """The annotators who coded the discussed run."""
+    return set(discussion.study.assignments.filter(run_id=discussion.run_id).values_list("annotator_id", flat=True))
+
+
+def can_view(discussion: Discussion, user: AbstractBaseUser) -> bool:
+    return user.pk in participants(discussion) or user.pk == discussion.study.adjudicator_id or is_admin(user)
+
+
+def discussion_for(*, user: AbstractBaseUser, discussion_id: int) -> Discussion | None:
+    """The discussion, if this user may see it; None otherwise (callers answer 404)."""
+    discussion = (
+        Discussion.objects.select_related("study__codebook", "run__task__benchmark", "run__agent")
+        .filter(pk=discussion_id)
+        .first()
+    )
+    return discussion if discussion is not None and can_view(discussion, user) else None
+
+
+def codings_compare(*, discussion) -> dict:
+    """Both codings of a discussed run, side by side: one row per mode either picked."""
+    annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
+    for annotation in annotations:
+        annotation.label_map = {
+            label.code_id: label
+            for label in annotation.labels.select_related("code__parent__parent", "nearest_rejected")
+        }
+    codes = {}
+    for annotation in annotations:
+        for label in annotation.label_map.values():
+            codes[label.code_id] = label.code
+    rows = []
+    for code_id, code in sorted(codes.items(), key=lambda item: item[1].position):
+        cells = [a.label_map.get(code_id) for a in annotations]
+        rows.append({"code": code, "cells": cells, "differs": any(c is None for c in cells)})
+    return {"annotations": annotations, "rows": rows, "same": all(not r["differs"] for r in rows)}
+
+
+def my_discussions(*, user: AbstractBaseUser):
+    runs = Assignment.objects.filter(annotator=user).values("run_id")
+    return (
+        Discussion.objects.filter(run_id__in=runs, study__assignments__annotator=user)
+        .distinct()
+        .select_related("study", "run__task__benchmark", "run__agent")
+        .order_by("status", "agreement")
+    )
+
+
+def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None = None):
+    filters = filters or {}
+    qs = (
+        Discussion.objects.filter(study__adjudicator=user, status=Discussion.Status.ESCALATED)
+        .select_related("study", "run__task__benchmark", "run__agent", "escalated_by")
+        .order_by("agreement", "escalated_at")
+    )
+    if filters.get("agent"):
+        qs = qs.filter(run__agent__name=filters["agent"])
+    if filters.get("benchmark"):
+        qs = qs.filter(run__task__benchmark__name=filters["benchmark"])
+    if filters.get("study"):
+        qs = qs.filter(study__name=filters["study"])
+    return qs

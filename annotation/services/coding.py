@@ -1,0 +1,210 @@
+"""Writes for an annotator's coding of a run: autosave (optimistic locking), submit, and the
+revision of a submitted coding while its run is under discussion. Every change is audited."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from taxonomy.models import Code
+
+from ..errors import AnnotationError, ConflictError, LockedError
+from ..models import Annotation, AuditEntry, Discussion, Label
+from .review import run_reconcile
+
+
+@dataclass
+class LabelInput:
+    code_id: int
+    rationale: str = ""
+    realized_consequence: str = ""
+    evidence: list[str] = field(default_factory=list)
+    contrast: list[str] = field(default_factory=list)
+    nearest_rejected_id: int | None = None
+    rejection_reason: str = ""
+
+
+def _ensure_stored(annotation: Annotation) -> None:
+    """First save of a draft: store it (or pick up the one another request stored meanwhile)."""
+    if annotation.pk is not None:
+        return
+    stored, _ = Annotation.objects.get_or_create(assignment=annotation.assignment)
+    for name in ("id", "status", "version", "no_failure", "notes", "created_at", "updated_at", "submitted_at"):
+        setattr(annotation, name, getattr(stored, name))
+    annotation._state.adding = False
+
+
+def snapshot(annotation: Annotation) -> dict:
+    """An annotation's content as the audit trail keeps it (codes by key)."""
+    labels = (
+        annotation.labels.select_related("code", "nearest_rejected").order_by("code__position") if annotation.pk else []
+    )
+    return {
+        "status": annotation.status,
+        "version": annotation.version,
+        "no_failure": annotation.no_failure,
+        "notes": annotation.notes,
+        "labels": [{"code": label.code.key, **label.content()} for label in labels],
+    }
+
+
+def audit(annotation: Annotation, actor, action: str, *, before: dict | None, after: dict | None) -> None:
+    AuditEntry.objects.create(annotation=annotation, actor=actor, action=action, before=before, after=after)
+
+
+def _claim_version(annotation: Annotation, version: int, *, revising: bool = False) -> None:
+    """Compare-and-set: only a save that names the current version may write. A draft is
+    saved; a submitted annotation only changes as a revision during its run's discussion."""
+    if annotation.is_submitted and not revising:
+        raise LockedError("this annotation is submitted and locked")
+    status = Annotation.Status.SUBMITTED if revising else Annotation.Status.DRAFT
+    updated = Annotation.objects.filter(pk=annotation.pk, version=version, status=status).update(
+        version=version + 1, updated_at=timezone.now()
+    )
+    if not updated:
+        current = Annotation.objects.filter(pk=annotation.pk).values_list("version", "status").first()
+        if current and current[1] == Annotation.Status.SUBMITTED and not revising:
+            raise LockedError("this annotation was submitted meanwhile and is locked")
+        raise ConflictError(
+            f"this annotation was saved elsewhere (version {current[0] if current else '?'}, yours was {version}); "
+            "reload to see the newer version — your change was not saved"
+        )
+    annotation.version = version + 1
+
+
+def _validate_labels(annotation: Annotation, no_failure: bool, labels: list[LabelInput]) -> dict[int, Code]:
+    codebook_id = annotation.assignment.study.codebook_id
+    ids = {label.code_id for label in labels} | {
+        label.nearest_rejected_id for label in labels if label.nearest_rejected_id
+    }
+    codes = {c.pk: c for c in Code.objects.filter(pk__in=ids, codebook_id=codebook_id)}
+    errors = {}
+    for label in labels:
+        code = codes.get(label.code_id)
+        if code is None or code.level != Code.Level.MODE:
+            errors[f"code-{label.code_id}"] = "not a failure mode of this study's codebook"
+        if label.nearest_rejected_id and label.nearest_rejected_id not in codes:
+            errors[f"rejected-{label.code_id}"] = "not a code of this study's codebook"
+    if len({label.code_id for label in labels}) != len(labels):
+        errors["codes"] = "a mode is picked twice"
+    if no_failure and labels:
+        errors["no_failure"] = "'no failure mode' excludes picking modes"
+    if errors:
+        raise AnnotationError("; ".join(f"{k}: {v}" for k, v in errors.items()), errors)
+    return codes
+
+
+@transaction.atomic
+def annotation_save(
+    *,
+    annotation: Annotation,
+    actor: AbstractBaseUser,
+    version: int,
+    no_failure: bool,
+    notes: str,
+    labels: list[LabelInput],
+    revising: bool = False,
+) -> Annotation:
+    """Autosave a draft: replaces its labels. Stale `version` → ConflictError, nothing written.
+    `revising` is for annotation_revise only (a submitted annotation under discussion)."""
+    _validate_labels(annotation, no_failure, labels)
+    if revising:
+        errors = {f"rationale-{label.code_id}": "needs a rationale" for label in labels if not label.rationale.strip()}
+        if errors:
+            raise AnnotationError("every failure mode needs a rationale", errors)
+    _ensure_stored(annotation)
+    before = snapshot(annotation)
+    _claim_version(annotation, version, revising=revising)
+    annotation.no_failure = no_failure
+    annotation.notes = notes
+    annotation.save(update_fields=["no_failure", "notes"])
+    annotation.labels.all().delete()
+    Label.objects.bulk_create(
+        [
+            Label(
+                annotation=annotation,
+                code_id=label.code_id,
+                rationale=label.rationale.strip(),
+                realized_consequence=label.realized_consequence.strip(),
+                evidence=_clean_anchors(label.evidence),
+                contrast=_clean_anchors(label.contrast),
+                nearest_rejected_id=label.nearest_rejected_id,
+                rejection_reason=label.rejection_reason.strip(),
+            )
+            for label in labels
+        ]
+    )
+    after = snapshot(annotation)
+    if _content(before) != _content(after):
+        audit(annotation, actor, "revise" if revising else "save", before=before, after=after)
+    return annotation
+
+
+def _content(snap: dict) -> dict:
+    return {k: v for k, v in snap.items() if k != "version"}
+
+
+def _clean_anchors(anchors: list[str]) -> list[str]:
+    seen, out = set(), []
+    for anchor in anchors:
+        anchor = anchor.strip()
+        if anchor and anchor not in seen:
+            seen.add(anchor)
+            out.append(anchor)
+    return out
+
+
+@transaction.atomic
+def annotation_submit(*, annotation: Annotation, actor: AbstractBaseUser, version: int) -> Annotation:
+    if annotation.pk is None:
+        raise AnnotationError(
+            "nothing is saved yet: pick failure modes (or 'no failure mode') first", {"codes": "empty"}
+        )
+    labels = list(annotation.labels.select_related("code"))
+    errors = {
+        f"rationale-{label.code_id}": f"'{label.code.name}' needs a rationale"
+        for label in labels
+        if not label.rationale.strip()
+    }
+    if not labels and not annotation.no_failure:
+        errors["codes"] = "pick at least one failure mode, or choose 'no failure mode'"
+    if errors:
+        raise AnnotationError("; ".join(errors.values()), errors)
+    before = snapshot(annotation)
+    _claim_version(annotation, version)
+    annotation.status = Annotation.Status.SUBMITTED
+    annotation.submitted_at = timezone.now()
+    annotation.save(update_fields=["status", "submitted_at"])
+    audit(annotation, actor, "submit", before=before, after=snapshot(annotation))
+    run_reconcile(study=annotation.assignment.study, run_id=annotation.assignment.run_id)
+    return annotation
+
+
+def annotation_revise(
+    *,
+    discussion: Discussion,
+    annotation: Annotation,
+    actor: AbstractBaseUser,
+    version: int,
+    no_failure: bool,
+    notes: str,
+    labels: list[LabelInput],
+) -> Annotation:
+    """An annotator revises their own submitted coding while its run's discussion is open (history
+    kept; agreement statistics keep using the first submission)."""
+    if discussion.status != Discussion.Status.OPEN:
+        raise AnnotationError(f"this discussion is {discussion.get_status_display().lower()}")
+    if annotation.assignment.annotator_id != actor.pk or annotation.assignment.run_id != discussion.run_id:
+        raise AnnotationError("you can only revise your own coding of this run")
+    return annotation_save(
+        annotation=annotation,
+        actor=actor,
+        version=version,
+        no_failure=no_failure,
+        notes=notes,
+        labels=labels,
+        revising=True,
+    )

@@ -1,0 +1,139 @@
+"""Loading the study's own published records (`annotation.md`, parsed by annotation_md.py) as an
+annotator's submitted coding or as a run's final labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from taxonomy.models import Code
+from trajectories.models import Run
+
+from ..errors import AnnotationError
+from ..models import Assignment, FinalCoding, FinalLabel, Study
+from ..selectors.queue import annotation_for
+from .coding import LabelInput, annotation_save, annotation_submit
+from .studies import assignment_add
+
+
+@dataclass
+class PublishedImportResult:
+    source: str
+    run_id: int | None = None
+    imported: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # labels not in the codebook: reported, kept in notes
+    error: str = ""
+
+
+AGENT_ALIASES = {"codex": "Codex", "claude": "Claude Code", "kimi": "Kimi Code"}
+
+
+def _published_run(study: Study, record, benchmark_hint: str) -> Run:
+    task_id = record.header.get("task_id") or record.pair_id.split("/")[0]
+    agent_raw = record.header.get("agent") or record.pair_id.split("/")[-1]
+    agent = AGENT_ALIASES.get(agent_raw, agent_raw)
+    runs = study.runs.filter(task__external_id=task_id, agent__name=agent, mode=Run.Mode.CONCURRENT)
+    if benchmark_hint and runs.count() > 1:
+        runs = runs.filter(task__benchmark__name=benchmark_hint)
+    found = list(runs[:2])
+    if not found:
+        raise AnnotationError(f"{record.name}: no concurrent run of task {task_id!r} by {agent} in {study}")
+    if len(found) > 1:
+        raise AnnotationError(f"{record.name}: task {task_id!r} by {agent} is ambiguous (several benchmarks)")
+    return found[0]
+
+
+@transaction.atomic
+def published_import(
+    *,
+    study: Study,
+    record,
+    actor: AbstractBaseUser | None = None,
+    annotator: AbstractBaseUser | None = None,
+    benchmark_hint: str = "",
+) -> PublishedImportResult:
+    """Load one published record as `annotator`'s submitted annotation, or (annotator=None) as
+    the run's final labels with provenance 'imported'. Unknown labels are reported and kept
+    in the notes, never silently dropped."""
+    result = PublishedImportResult(source=record.name)
+    run = _published_run(study, record, benchmark_hint)
+    result.run_id = run.pk
+    codes = {c.name.lower(): c for c in Code.objects.filter(codebook=study.codebook).select_related("parent__parent")}
+    picked: list[tuple[Code, object]] = []
+    for failure in record.failures:
+        top, sub, mode = failure.labels
+        code = codes.get(mode.lower())
+        if code is None or code.level != Code.Level.MODE:
+            result.unknown.append(f"Failure {failure.number}: {top} > {sub} > {mode}")
+            continue
+        parent_names = (code.parent.parent.name.lower(), code.parent.name.lower())
+        if parent_names != (top.lower(), sub.lower()):
+            result.unknown.append(
+                f"Failure {failure.number}: {top} > {sub} > {mode} (the codebook files "
+                f"{mode} under {code.parent.parent.name} > {code.parent.name})"
+            )
+            continue
+        if any(c.pk == code.pk for c, _ in picked):
+            continue
+        picked.append((code, failure))
+        result.imported.append(code.name)
+    note = "Imported from " + record.name
+    if result.unknown:
+        note += "\nLabels not in the codebook: " + "; ".join(result.unknown)
+    if annotator is None:
+        if FinalCoding.objects.filter(study=study, run=run).exists():
+            raise AnnotationError(f"{record.name}: run {run.pk} already has final labels in {study}")
+        final = FinalCoding.objects.create(
+            study=study,
+            run=run,
+            provenance=FinalCoding.Provenance.IMPORTED,
+            no_failure=not picked and not result.unknown,
+            note=note,
+            decided_by=actor,
+        )
+        FinalLabel.objects.bulk_create(
+            [
+                FinalLabel(
+                    final=final,
+                    code=code,
+                    rationale=failure.fields.get("reasoning", ""),
+                    evidence=failure.anchors("parallel_evidence"),
+                )
+                for code, failure in picked
+            ]
+        )
+        return result
+    assignment = Assignment.objects.filter(study=study, run=run, annotator=annotator).first()
+    if assignment is None:
+        assignment = assignment_add(study=study, run=run, annotator=annotator)
+    annotation = annotation_for(assignment=assignment)
+    if annotation.is_submitted:
+        raise AnnotationError(f"{record.name}: {annotator} has already submitted run {run.pk}")
+    rejected_ids = {c.name.lower(): c.pk for c in codes.values()}
+    inputs = [
+        LabelInput(
+            code_id=code.pk,
+            rationale=failure.fields.get("reasoning", ""),
+            realized_consequence=failure.fields.get("realized_consequence", ""),
+            evidence=failure.anchors("parallel_evidence"),
+            contrast=failure.anchors("serial_contrast"),
+            nearest_rejected_id=rejected_ids.get(failure.fields.get("nearest_rejected_label", "").lower()),
+            rejection_reason=failure.fields.get("rejection_reason", ""),
+        )
+        for code, failure in picked
+    ]
+    annotation_save(
+        annotation=annotation,
+        actor=actor or annotator,
+        version=annotation.version,
+        no_failure=not picked and not result.unknown,
+        notes=note,
+        labels=inputs,
+    )
+    if not picked and result.unknown:
+        result.error = "no label matched the codebook: left as a draft for the annotator to finish"
+        return result
+    annotation_submit(annotation=annotation, actor=actor or annotator, version=annotation.version)
+    return result

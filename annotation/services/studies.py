@@ -1,0 +1,113 @@
+"""Writes for a study's design: creating it, assigning its runs, changing its annotators."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from taxonomy.models import Codebook
+from trajectories.models import Run
+from trajectories.selectors import paired_concurrent_runs
+
+from ..errors import AnnotationError
+from ..models import Annotation, Assignment, Study
+from ..stats.assignment import assign_pairs
+from .coding import audit, snapshot
+
+
+@transaction.atomic
+def study_create(
+    *,
+    name: str,
+    codebook: Codebook,
+    annotators: list[AbstractBaseUser],
+    adjudicator: AbstractBaseUser,
+    run_ids: list[int] | None = None,
+    seed: int = 0,
+    user: AbstractBaseUser | None = None,
+) -> Study:
+    if not codebook.is_frozen:
+        raise AnnotationError(f"{codebook} is a draft: freeze it before a study pins it", {"codebook": "not frozen"})
+    if len({a.pk for a in annotators}) != 3:
+        raise AnnotationError("a study needs exactly three distinct annotators", {"annotators": "need three"})
+    if adjudicator.pk in {a.pk for a in annotators}:
+        raise AnnotationError("the adjudicator cannot also be an annotator", {"adjudicator": "is an annotator"})
+    if Study.objects.filter(name=name).exists():
+        raise AnnotationError(f"a study named {name!r} exists", {"name": "taken"})
+    study = Study.objects.create(name=name, codebook=codebook, adjudicator=adjudicator, seed=seed, created_by=user)
+    study.annotators.set(annotators)
+    study.runs.set(run_ids if run_ids is not None else list(paired_concurrent_runs().values_list("pk", flat=True)))
+    return study
+
+
+def study_assign(*, study: Study) -> int:
+    """Assign every unassigned run of the study to two of its three annotators. Idempotent and
+    deterministic (same seed, same result), so concurrent calls insert the same rows; the
+    database constraints make any other outcome impossible. Returns assignments created."""
+    annotators = sorted(study.annotators.values_list("pk", flat=True))
+    assigned = set(Assignment.objects.filter(study=study).values_list("run_id", flat=True))
+    runs = [
+        (r.pk, (r.agent.name, r.task.benchmark.name))
+        for r in study.runs.select_related("agent", "task__benchmark")
+        if r.pk not in assigned
+    ]
+    plan = assign_pairs(runs, annotators, seed=study.seed)
+    rows = [
+        Assignment(study=study, run_id=run_id, annotator_id=annotator, slot=slot)
+        for run_id, pair in plan.items()
+        for slot, annotator in enumerate(pair, start=1)
+    ]
+    before = Assignment.objects.filter(study=study).count()
+    with transaction.atomic():
+        Assignment.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
+    return Assignment.objects.filter(study=study).count() - before
+
+
+def assignment_add(*, study: Study, run: Run, annotator: AbstractBaseUser) -> Assignment:
+    """Give one more annotator a run: refused if the run already has two (also under races)."""
+    taken = set(Assignment.objects.filter(study=study, run=run).values_list("slot", flat=True))
+    free = [slot for slot in (1, 2) if slot not in taken]
+    if not free:
+        raise AnnotationError(f"run {run.pk} already has two annotators in {study}")
+    try:
+        with transaction.atomic():
+            return Assignment.objects.create(study=study, run=run, annotator=annotator, slot=free[0])
+    except IntegrityError as exc:
+        raise AnnotationError(f"run {run.pk}: that annotator or slot was taken meanwhile ({exc})") from exc
+
+
+@transaction.atomic
+def annotator_replace(
+    *,
+    study: Study,
+    leaving: AbstractBaseUser,
+    replacement: AbstractBaseUser | None = None,
+    actor: AbstractBaseUser | None = None,
+) -> dict[str, int]:
+    """An annotator leaves: submitted work stays theirs; every unsubmitted run moves to the
+    replacement (or, without one, to the remaining annotator not yet on that run)."""
+    if not study.annotators.filter(pk=leaving.pk).exists():
+        raise AnnotationError(f"{leaving} is not an annotator of {study}")
+    if replacement is not None:
+        study.annotators.add(replacement)
+    study.annotators.remove(leaving)
+    others = list(study.annotators.exclude(pk=leaving.pk))
+    moved = kept = 0
+    for assignment in Assignment.objects.select_for_update().filter(study=study, annotator=leaving):
+        annotation = Annotation.objects.filter(assignment=assignment).first()
+        if annotation is not None and annotation.is_submitted:
+            kept += 1
+            continue
+        on_run = set(Assignment.objects.filter(study=study, run=assignment.run).values_list("annotator_id", flat=True))
+        candidates = [u for u in ([replacement] if replacement else others) if u is not None and u.pk not in on_run]
+        if not candidates:
+            raise AnnotationError(f"no annotator left to take run {assignment.run_id}")
+        if annotation is not None:
+            # The draft was the leaver's own reasoning: it does not pass to the next coder.
+            audit(annotation, actor, "reassign", before=snapshot(annotation), after=None)
+            annotation.labels.all().delete()
+            annotation.delete()
+        assignment.annotator = candidates[0]
+        assignment.save(update_fields=["annotator"])
+        moved += 1
+    return {"moved": moved, "kept": kept}

@@ -1,0 +1,1 @@
+"""HTML pages and htmx fragments, by feature: coding, review, dashboard, pilot."""
