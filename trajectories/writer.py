@@ -167,11 +167,12 @@ class _RunRows:
             run.save()
         if self.early_contexts:
             final = {c.key: c for c in checked.contexts}
-            updated = []
-            for key in self.early_contexts:
-                values = dict(zip(CONTEXT_COLUMNS, _context_values(final[key], run.pk, self.context_ids), strict=True))
-                updated.append(AgentContext(pk=self.context_ids[key], **values))
-            AgentContext.objects.bulk_update(updated, CONTEXT_COLUMNS[1:], batch_size=500)
+            fields = [AgentContext._meta.get_field(name) for name in CONTEXT_COLUMNS[1:]]
+            rows = [
+                (*_context_values(final[key], run.pk, self.context_ids)[1:], self.context_ids[key])
+                for key in self.early_contexts
+            ]
+            _update(self.conn, fields, rows)
         return run
 
 
@@ -218,6 +219,16 @@ def _insert(conn, fields: list, rows: list) -> list[int]:
             cursor.execute(f"{head}{', '.join([one] * len(chunk))} RETURNING {qn(meta.pk.column)}", params)
             ids += [row[0] for row in cursor.fetchall()]
     return ids
+
+
+def _update(conn, fields: list, rows: list) -> None:
+    """UPDATE rows of one model by primary key: each row holds the values of `fields`, then the key."""
+    meta = fields[0].model._meta
+    qn = conn.ops.quote_name
+    columns = ", ".join(f"{qn(f.column)} = %s" for f in fields)
+    params = [[*(f.get_db_prep_save(v, conn) for f, v in zip(fields, row[:-1], strict=True)), row[-1]] for row in rows]
+    with conn.cursor() as cursor:
+        cursor.executemany(f"UPDATE {qn(meta.db_table)} SET {columns} WHERE {qn(meta.pk.column)} = %s", params)
 
 
 # -- events --------------------------------------------------------------------------------

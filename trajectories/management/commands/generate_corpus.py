@@ -17,5 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--gzip", action="store_true")
 
     def handle(self, *args, **options) -> None:
-        paths = generate_corpus(options["out"], scale=options["scale"], seed=options["seed"], compress=options["gzip"])
+        paths = generate_corpus(
+            Path(options["out"]), scale=options["scale"], seed=options["seed"], compress=options["gzip"]
+        )
         self.stdout.write(self.style.SUCCESS(f"wrote {len(paths)} runs to {options['out']}"))
