@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from django.conf import settings
@@ -46,14 +46,7 @@ class RunResult:
     events: int = 0
 
     def as_dict(self) -> dict:
-        return {
-            "source": self.source,
-            "status": self.status,
-            "run_id": self.run_id,
-            "message": self.message,
-            "warnings": self.warnings,
-            "events": self.events,
-        }
+        return asdict(self)
 
 
 def content_hash(files: Iterable[Path], *, display: Callable[[Path], str]) -> str:
