@@ -4,14 +4,14 @@ from django import forms
 from django.conf import settings
 
 from .formats.detect import FORMAT_CHOICES
-
-ACCEPTED = (".jsonl", ".jsonl.gz", ".json", ".zip", ".tar", ".tar.gz", ".tgz")
+from .services import UPLOAD_SUFFIXES as ACCEPTED
 
 
 class UploadForm(forms.Form):
     file = forms.FileField(
-        help_text="A Parallax JSONL file (.jsonl/.jsonl.gz), a native log, or a .zip/.tar.gz "
-        "bundle (a corpus tree, native agent homes, a manifest)."
+        help_text="A Parallax JSONL file (.jsonl/.jsonl.gz), a native log (Claude Code, Codex, Kimi Code .jsonl; "
+        "SWE-agent .traj; OpenHands .json), or a .zip/.tar.gz bundle (the study's corpus tree, agent home folders, "
+        "a manifest)."
     )
     format = forms.ChoiceField(choices=[(f, f) for f in FORMAT_CHOICES], initial="auto")
 

@@ -81,7 +81,7 @@ class ImportBatch(models.Model):
 
     @property
     def progress_percent(self) -> int:
-        if self.status == self.Status.DONE:
+        if self.is_finished:
             return 100
         return int(100 * self.processed / self.total) if self.total else 0
 

@@ -179,8 +179,14 @@ def import_paths(
                 report.results.append(result)
                 if on_result is not None:
                     on_result(result, done, total)
-        if not sources and batch_warnings:
-            report.results.append(RunResult("bundle", "failed", message="no runs found", warnings=batch_warnings))
+        if not sources and not report.results:  # never "0 imported, 0 failed" for an input
+            names = ", ".join(path.name for path in paths)
+            message = (
+                f"{names}: no trajectories found (looked for Parallax JSONL, Claude Code, Codex and Kimi Code "
+                "logs, SWE-agent .traj and OpenHands .json files, and the study's "
+                "<benchmark>/<task>/<agent>/<mode>/cell.json tree)"
+            )
+            report.results.append(RunResult(names, "failed", message=message, warnings=batch_warnings))
     return report
 
 
@@ -192,10 +198,17 @@ def _limits() -> archives.ArchiveLimits:
     )
 
 
+UPLOAD_SUFFIXES = (
+    ".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz", ".traj", ".traj.gz", ".zip", ".tar", ".tar.gz", ".tgz",
+)  # fmt: skip
+
+
 def import_batch_create(*, upload, user, fmt: str = "auto") -> ImportBatch:
     """Store an uploaded bundle and create its batch; the caller enqueues the import."""
     if fmt not in FORMAT_CHOICES:
         raise FormatError(f"unknown format {fmt!r}")
+    if not upload.name.lower().endswith(UPLOAD_SUFFIXES):
+        raise FormatError(f"expected one of {', '.join(UPLOAD_SUFFIXES)}", file=upload.name)
     if upload.size > settings.PARALLAX_MAX_UPLOAD_BYTES:
         raise FormatError(
             f"upload is {upload.size:,} bytes; the limit is {settings.PARALLAX_MAX_UPLOAD_BYTES:,}", file=upload.name
@@ -251,8 +264,10 @@ def import_batch_run(*, batch_id: int) -> ImportBatch:
         batch.refresh_from_db()
         return batch
     report = import_paths(paths=[path], fmt=batch.format, batch=batch, on_result=progress)
+    stored = report.count("imported") + report.count("duplicate")
     ImportBatch.objects.filter(pk=batch.pk).update(
-        status=ImportBatch.Status.DONE,
+        status=ImportBatch.Status.DONE if stored else ImportBatch.Status.FAILED,
+        error="" if stored else f"nothing was imported: {report.count('failed')} failed (see below)",
         finished_at=timezone.now(),
         processed=counts["processed"],
         imported=report.count("imported"),

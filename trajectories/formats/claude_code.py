@@ -46,10 +46,11 @@ MAIN_ID = "main"
 
 
 def looks_like(first_line: Any) -> bool:
+    """The first line past leading metadata (common.first_json_line): a message of a session."""
     return (
         isinstance(first_line, dict)
         and "sessionId" in first_line
-        and ("isSidechain" in first_line or first_line.get("type") in ("user", "assistant", "summary"))
+        and ("isSidechain" in first_line or first_line.get("type") in ("user", "assistant", "system", *SKIP_TYPES))
     )
 
 

@@ -77,20 +77,35 @@ def _line_error(name: str, lineno: int, exc: Exception) -> FormatError:
     return FormatError(f"not valid JSON ({exc})", file=name, line=lineno)
 
 
+# Records some agents write before a log's first real line — Claude Code: `summary` (older versions,
+# resumed sessions), `queue-operation` (2.x), `file-history-snapshot` — that say nothing about the format.
+LEADING_METADATA_TYPES = frozenset({"summary", "queue-operation", "file-history-snapshot"})
+_LOOK_AHEAD_LINES = 200
+
+
 def first_json_line(path: Path) -> Any | None:
-    """Decode the first non-blank line of a (possibly gzipped) file, or None."""
+    """Decode the first non-blank line of a (possibly gzipped) file that is not a leading metadata
+    record (LEADING_METADATA_TYPES; up to _LOOK_AHEAD_LINES are looked past, and a file of nothing
+    else gives its first line). None if that line is not JSON or the file cannot be read."""
+    first = None
     try:
         with open_binary(path) as handle:
-            for raw in handle:
-                if raw.strip():
-                    try:
-                        return orjson.loads(raw)
-                    except orjson.JSONDecodeError:
-                        return None
+            for number, raw in enumerate(handle):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    return first
+                if not (isinstance(obj, dict) and obj.get("type") in LEADING_METADATA_TYPES):
+                    return obj
+                if first is None:
+                    first = obj
+                if number >= _LOOK_AHEAD_LINES:
                     break
     except (OSError, EOFError, gzip.BadGzipFile):
-        return None
-    return None
+        return first
+    return first
 
 
 _NUMERIC = re.compile(r"^-?\d+(\.\d+)?$")

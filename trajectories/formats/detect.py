@@ -34,6 +34,14 @@ PARSERS: dict[str, type[Parser]] = {
     "openhands": openhands.OpenHandsParser,
 }
 FORMAT_CHOICES = ("auto", *PARSERS)
+FORMAT_NAMES = {
+    "parallax": "Parallax JSONL",
+    "claude_code": "a Claude Code session",
+    "codex": "a Codex rollout",
+    "kimi": "a Kimi Code event journal",
+    "swe_agent": "a SWE-agent trajectory",
+    "openhands": "an OpenHands event list",
+}
 
 AGENT_NAMES = {"codex": "Codex", "claude": "Claude Code", "claude_code": "Claude Code", "kimi": "Kimi Code"}
 MODE_NAMES = {"parallel": CONCURRENT, "concurrent": CONCURRENT, "serial": SEQUENTIAL, "sequential": SEQUENTIAL}
@@ -115,17 +123,33 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
         if name.startswith("wf_") and name.endswith(".json"):
             claude_extras.append(file)
             continue
-        if forced in ("swe_agent", "openhands") or (forced is None and swe_agent.looks_like(file)):
-            kind = forced or "swe_agent"
-            found.sources.append(RunSource(name=_display(file, root), format=kind, files=[file], root=root))
+        document = "swe_agent" if swe_agent.looks_like(file) else "openhands" if openhands.looks_like(file) else None
+        first = first_json_line(file) if name.endswith(_JSONL) else None
+        sniffed = document or _sniff(first)
+        if forced is not None and sniffed is not None and sniffed != forced:
+            found.errors.append(
+                FormatError(
+                    f"this looks like {FORMAT_NAMES[sniffed]}, not {FORMAT_NAMES[forced]}: import it with the "
+                    f"format '{sniffed}' or 'auto'",
+                    file=_display(file, root),
+                )
+            )
             continue
-        if forced is None and openhands.looks_like(file):
-            found.sources.append(RunSource(name=_display(file, root), format="openhands", files=[file], root=root))
+        if (forced or document) in ("swe_agent", "openhands"):
+            found.sources.append(
+                RunSource(name=_display(file, root), format=forced or document, files=[file], root=root)
+            )
             continue
         if not name.endswith(_JSONL):
-            continue  # cell metadata, prompts, patches, manifests ... are not runs
-        first = first_json_line(file)
-        kind = forced or _sniff(first)
+            if root is None:  # a file given on its own must be a run
+                found.errors.append(
+                    FormatError(
+                        "not a trajectory: expected .jsonl (.jsonl.gz), .json, .traj, or a .zip / .tar.gz bundle",
+                        file=_display(file, root),
+                    )
+                )
+            continue  # in a folder: cell metadata, prompts, patches, manifests ... are not runs
+        kind = forced or sniffed
         if kind == "parallax":
             found.sources.append(RunSource(name=_display(file, root), format="parallax", files=[file], root=root))
         elif kind == "claude_code":
@@ -149,7 +173,12 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
             )
         else:
             found.errors.append(
-                FormatError("format not recognised (use --format to force one)", file=_display(file, root), line=1)
+                FormatError(
+                    "format not recognised: not Parallax JSONL, a Claude Code, Codex or Kimi Code log, a SWE-agent "
+                    "trajectory or an OpenHands event list (if it is one of these, choose its format explicitly)",
+                    file=_display(file, root),
+                    line=1,
+                )
             )
     for extra in claude_extras:
         session = _claude_session_id(extra, first_json_line(extra) if extra.suffix != ".json" else None)
@@ -176,8 +205,16 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
         session = kimi.session_id_of(events)
         files_for_run = [events]
         if session in kimi_states:
-            files_for_run.append(kimi_states[session])
+            files_for_run.append(kimi_states.pop(session))
         found.sources.append(RunSource(name=_display(events, root), format="kimi", files=files_for_run, root=root))
+    for session, state in kimi_states.items():
+        found.errors.append(
+            FormatError(
+                f"Kimi Code session {session}: its state.json is here but not its server event journal "
+                f"(server/events/{session}.jsonl), which holds the agents' events: nothing to import",
+                file=_display(state, root),
+            )
+        )
 
 
 def _sniff(first: Any) -> str | None:

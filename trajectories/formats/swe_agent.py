@@ -1,7 +1,8 @@
 """SWE-agent trajectories (`*.traj`): one JSON document, streamed with ijson.
 
 `trajectory[]` holds the steps ({thought, action, observation, execution_time, state});
-`info` holds `exit_status`, `submission` and `model_stats` (tokens_sent/received).
+`info` holds `exit_status`, `submission` and `model_stats` (tokens_sent/received). Files that keep
+only `history[]` (the messages: system, user, assistant with its `action`, tool) are read from it.
 SWE-agent is a single agent: one main context, no sub-agents. Steps carry no wall-clock
 timestamps, so the run has no timeline; its duration is the sum of `execution_time`.
 """
@@ -65,11 +66,23 @@ class SweAgentParser(Parser):
                         seq += 1
                         event.seq = seq
                         yield event
+            if steps == 0:
+                with open_binary(path) as handle:
+                    for index, message in enumerate(ijson.items(handle, "history.item", use_float=True)):
+                        if not isinstance(message, dict):
+                            raise FormatError("expected an object", file=name, field=f"history[{index}]")
+                        steps += message.get("role") == "assistant"
+                        for event in _history_events(message):
+                            seq += 1
+                            event.seq = seq
+                            yield event
+                if seq >= 0:
+                    yield ParseWarning("no trajectory[]: events read from history[]", file=name)
             info = _info(path, name)
         except ijson.JSONError as exc:
             raise FormatError(f"not valid JSON ({exc})", file=name) from exc
-        if steps == 0:
-            yield ParseWarning("no steps in trajectory[]", file=name)
+        if seq < 0:
+            raise FormatError("no steps in trajectory[] and no messages in history[]: nothing to import", file=name)
         stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
         tokens = sum(v for k, v in stats.items() if k in ("tokens_sent", "tokens_received") and isinstance(v, int))
         yield DerivedOutcomes(shell_calls=steps, tokens=tokens or None, duration_s=round(duration, 3) or None)
@@ -80,6 +93,31 @@ def _info(path: Path, name: str) -> dict[str, Any]:
         for info in ijson.items(handle, "info", use_float=True):
             return info if isinstance(info, dict) else {}
     return {}
+
+
+def _history_events(message: dict) -> Iterator[EventRecord]:
+    role = message.get("role")
+    if role == "assistant":
+        yield from _step_events(
+            {"thought": message.get("thought") or message.get("content"), "action": message.get("action")}, 0
+        )
+    elif role == "tool":
+        text = _content_text(message.get("content"))
+        if text:
+            yield EventRecord(context="main", seq=0, kind="tool_result", text=clip_text(text))
+    elif role in ("system", "user"):
+        text = _content_text(message.get("content"))
+        if text:
+            yield EventRecord(context="main", seq=0, kind="message", tool=str(role), text=clip_text(text))
+
+
+def _content_text(content: Any) -> str:
+    """A message's content: a string, or a list of {type: text, text} parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
 
 
 def _step_events(step: dict, index: int) -> Iterator[EventRecord]:
