@@ -254,3 +254,45 @@ def test_truncated_swe_agent_file_is_rejected(tmp_path):
     report = import_paths(paths=[tmp_path])
     assert report.results[0].status == "failed" and "cut.traj" in report.results[0].message
     assert Run.objects.count() == 0 and Event.objects.count() == 0
+
+
+def test_codex_children_of_a_child_are_its_children_at_any_depth(tmp_path):
+    """A depth-2 thread's spawn record names its spawner (a depth-1 child); the session's root is only
+    its session. With the main rollout missing, the children still hang from the right threads."""
+    main, child, grandchild = (f"22222222-0000-0000-0000-00000000000{i}" for i in (1, 2, 3))
+
+    def meta(thread: str, spawner: str, depth: int, at: str) -> dict:
+        spawn = {"parent_thread_id": spawner, "depth": depth, "agent_nickname": f"d{depth}"}
+        payload = {
+            "id": thread,
+            "session_id": main,
+            "parent_thread_id": main,
+            "source": {"subagent": {"thread_spawn": spawn}},
+        }
+        return {"timestamp": at, "type": "session_meta", "payload": payload}
+
+    def said(at: str) -> dict:
+        content = [{"type": "output_text", "text": "working"}]
+        return {
+            "timestamp": at,
+            "type": "response_item",
+            "payload": {"type": "message", "role": "assistant", "content": content},
+        }
+
+    write_jsonl(
+        tmp_path / "rollout-child.jsonl",
+        [meta(child, main, 1, "2026-08-13T02:36:00Z"), said("2026-08-13T02:36:05Z"), said("2026-08-13T02:37:00Z")],
+    )
+    write_jsonl(
+        tmp_path / "rollout-grandchild.jsonl",
+        [
+            meta(grandchild, child, 2, "2026-08-13T02:36:10Z"),
+            said("2026-08-13T02:36:20Z"),
+            said("2026-08-13T02:36:50Z"),
+        ],
+    )
+    run = _only_run(import_paths(paths=[tmp_path]))
+    contexts = {c.external_id: c for c in AgentContext.objects.filter(run=run).select_related("parent")}
+    assert contexts[grandchild].parent.external_id == child and contexts[grandchild].depth == 2
+    assert contexts[child].parent.external_id == main and contexts[main].role == "main"
+    assert run.subagents_created == 2 and run.peak_concurrency == 2

@@ -70,7 +70,9 @@ def thread_meta(path: Path) -> ThreadMeta | None:
     payload = first["payload"]
     spawn = ((payload.get("source") or {}) if isinstance(payload.get("source"), dict) else {}).get("subagent") or {}
     spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
-    parent = payload.get("parent_thread_id") or (spawn or {}).get("parent_thread_id")
+    # The spawn record names the thread that spawned this one; a depth-2 child's `parent_thread_id`
+    # may name the session's root instead.
+    parent = (spawn or {}).get("parent_thread_id") or payload.get("parent_thread_id")
     thread_id = str(payload.get("id") or path.stem)
     return ThreadMeta(
         path=path,

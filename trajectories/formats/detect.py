@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import claude_code, codex, kimi, openhands, parallax_jsonl, swe_agent
+from . import claude_code, codex, codex_exec, kimi, openhands, parallax_jsonl, swe_agent
 from .common import first_json_line, load_json_file
 from .parallax_jsonl import validate_outcomes
 from .records import CONCURRENT, SEQUENTIAL, FormatError, Parser, ParseWarning, RunSource
@@ -29,6 +29,7 @@ PARSERS: dict[str, type[Parser]] = {
     "parallax": parallax_jsonl.ParallaxJsonlParser,
     "claude_code": claude_code.ClaudeCodeParser,
     "codex": codex.CodexParser,
+    "codex_exec": codex_exec.CodexExecParser,
     "kimi": kimi.KimiParser,
     "swe_agent": swe_agent.SweAgentParser,
     "openhands": openhands.OpenHandsParser,
@@ -38,6 +39,7 @@ FORMAT_NAMES = {
     "parallax": "Parallax JSONL",
     "claude_code": "a Claude Code session",
     "codex": "a Codex rollout",
+    "codex_exec": "a Codex exec --json stream",
     "kimi": "a Kimi Code event journal",
     "swe_agent": "a SWE-agent trajectory",
     "openhands": "an OpenHands event list",
@@ -113,8 +115,13 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
     codex_files: list[Path] = []
     kimi_events: list[Path] = []
     kimi_states: dict[str, Path] = {}
+    kimi_wires: dict[str, list[Path]] = {}
     for file in files:
         name = file.name
+        wire_session = kimi.wire_session_id(file)
+        if wire_session is not None:
+            kimi_wires.setdefault(wire_session, []).append(file)
+            continue
         if name == "state.json":
             session = kimi.state_session_id(file)
             if session:
@@ -161,6 +168,8 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
                 claude_sessions.setdefault(_claude_session_id(file, first), []).insert(0, file)
         elif kind == "codex":
             codex_files.append(file)
+        elif kind == "codex_exec":
+            found.sources.append(RunSource(name=_display(file, root), format="codex_exec", files=[file], root=root))
         elif kind == "kimi":
             kimi_events.append(file)
         elif isinstance(first, dict) and first.get("type") == "started" and "agentId" in first:
@@ -206,19 +215,31 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
         files_for_run = [events]
         if session in kimi_states:
             files_for_run.append(kimi_states.pop(session))
+        kimi_wires.pop(session, None)  # the journal holds every agent's events
         found.sources.append(RunSource(name=_display(events, root), format="kimi", files=files_for_run, root=root))
+    for session, wires in kimi_wires.items():
+        files_for_run = sorted(wires) + ([kimi_states.pop(session)] if session in kimi_states else [])
+        name = _display(wires[0].parent.parent.parent, root)
+        found.sources.append(RunSource(name=name, format="kimi", files=files_for_run, root=root))
     for session, state in kimi_states.items():
         found.errors.append(
             FormatError(
                 f"Kimi Code session {session}: its state.json is here but not its server event journal "
-                f"(server/events/{session}.jsonl), which holds the agents' events: nothing to import",
+                f"(server/events/{session}.jsonl) nor its agents' wire files (agents/<agent>/wire.jsonl), "
+                "which hold the events: nothing to import",
                 file=_display(state, root),
             )
         )
 
 
 def _sniff(first: Any) -> str | None:
-    for name, module in (("parallax", parallax_jsonl), ("codex", codex), ("kimi", kimi), ("claude_code", claude_code)):
+    for name, module in (
+        ("parallax", parallax_jsonl),
+        ("codex", codex),
+        ("codex_exec", codex_exec),
+        ("kimi", kimi),
+        ("claude_code", claude_code),
+    ):
         if module.looks_like(first):
             return name
     return None
@@ -287,18 +308,19 @@ def _cell_source(cell_dir: Path, *, root: Path | None) -> RunSource:
     if summary_file.is_file():
         outcomes.update(_evaluation_outcomes(load_json_file(summary_file, display=_display(summary_file, root))))
     defaults["outcomes"] = outcomes
-    files = _cell_native_files(cell_dir)
-    if not files:
-        raise FormatError(
-            "no agent log found under agent/ (expected Codex rollouts, a Claude Code project "
-            "transcript or a Kimi session)",
-            file=display,
-        )
     sub = Discovery()
-    _group_native(files, sub, root=root, forced=None)
+    _group_native(_cell_native_files(cell_dir), sub, root=root, forced=None)
+    stream = cell_dir / "cell" / "trajectory.jsonl"
+    if not sub.sources and stream.is_file() and codex_exec.looks_like(first_json_line(stream)):
+        # The Codex rollouts are missing, but the harness kept the main thread's exec stream.
+        note = f"{_display(cell_dir, root)}: no rollouts under agent/; read cell/trajectory.jsonl instead"
+        sub.sources.append(RunSource(name="", format="codex_exec", files=[stream], root=root, notes=[note]))
     if not sub.sources:
+        found = "; ".join(e.describe() for e in sub.errors[:3]) or "the folder is empty or missing"
         raise FormatError(
-            "no readable agent log under agent/: " + "; ".join(e.describe() for e in sub.errors[:3]), file=display
+            "no agent log found: expected Codex rollouts, a Claude Code project transcript or a Kimi Code session "
+            f"under agent/, or Codex's cell/trajectory.jsonl ({found})",
+            file=display,
         )
     # One cell is one run: take the largest session if the agent's home holds several.
     best = max(sub.sources, key=lambda s: sum(p.stat().st_size for p in s.files))

@@ -1,9 +1,14 @@
-"""Kimi Code sessions: the server event journal plus the session's `state.json`.
+"""Kimi Code sessions: the server event journal, the agents' wire files and the session's `state.json`.
 
 `server/events/session_<id>.jsonl` starts with a `journal_header` line, then
-`{"kind": "event", "seq", "envelope": {"type", "timestamp", "payload": {..., "agentId"}}}`.
-`sessions/.../session_<id>/state.json` lists the agents (`main`, `agent-N` with
-`parentAgentId` and the AgentSwarm item as label). Sub-agents run interleaved in one file.
+`{"kind": "event", "seq", "envelope": {"type", "timestamp", "payload": {..., "agentId"}}}`; every agent
+of the session writes into it, interleaved. `sessions/.../session_<id>/state.json` lists the agents
+(`main`, `agent-N` with `parentAgentId` and the AgentSwarm item as label).
+`sessions/.../session_<id>/agents/<agent>/wire.jsonl` is one agent's own record: a `metadata` line,
+then `context.append_loop_event` lines whose `event` is a `content.part` (think or text),
+`tool.call`, `tool.result`, `step.begin` or `step.end`, and `usage.record` lines; each with `time`
+in epoch milliseconds. The journal is read when it is there; a session without it is read from its
+wire files (one context per file).
 """
 
 from __future__ import annotations
@@ -73,27 +78,18 @@ class KimiParser(Parser):
     format_name = "kimi"
 
     def parse(self, source: RunSource) -> Iterator[Record]:
-        events_path = next((p for p in source.files if p.name != "state.json"), None)
+        events_path = next((p for p in source.files if p.name not in ("state.json", "wire.jsonl")), None)
         state_path = next((p for p in source.files if p.name == "state.json"), None)
+        wires = [p for p in source.files if p.name == "wire.jsonl"]
+        labels, parents = _state_agents(state_path, source) if state_path is not None else ({}, {})
         if events_path is None:
-            raise FormatError("no server event journal in this Kimi session", file=source.name)
+            if not wires:
+                raise FormatError("no server event journal and no wire files in this Kimi session", file=source.name)
+            yield from _wire_run(source, wires, labels, parents)
+            return
         header = header_from_defaults(source, fallback_task=session_id_of(events_path), agent="Kimi Code")
         yield header
         warnings: list[ParseWarning] = []
-        labels: dict[str, str] = {}
-        parents: dict[str, str] = {}
-        if state_path is not None:
-            state = load_json_file(state_path, display=source.display(state_path))
-            agents = state.get("agents") if isinstance(state, dict) else None
-            if isinstance(agents, dict):
-                for agent_id, info in agents.items():
-                    if not isinstance(info, dict):
-                        continue
-                    item = (info.get("labels") or {}).get("swarmItem") if isinstance(info.get("labels"), dict) else None
-                    if isinstance(item, str):
-                        labels[agent_id] = item.strip().splitlines()[0][:200] if item.strip() else ""
-                    if info.get("parentAgentId"):
-                        parents[agent_id] = str(info["parentAgentId"])
         yield ContextRecord(id=MAIN_ID, role=MAIN, label="main agent")
         announced = {MAIN_ID}
         seq: dict[str, int] = {}
@@ -256,3 +252,98 @@ class KimiParser(Parser):
             )
         yield from warnings
         yield DerivedOutcomes(shell_calls=shell_calls, tokens=tokens or None)
+
+
+def _state_agents(state_path: Path, source: RunSource) -> tuple[dict[str, str], dict[str, str]]:
+    """Labels (the AgentSwarm item's first line) and parents of the agents state.json lists."""
+    labels: dict[str, str] = {}
+    parents: dict[str, str] = {}
+    state = load_json_file(state_path, display=source.display(state_path))
+    agents = state.get("agents") if isinstance(state, dict) else None
+    for agent_id, info in (agents or {}).items() if isinstance(agents, dict) else ():
+        if not isinstance(info, dict):
+            continue
+        item = (info.get("labels") or {}).get("swarmItem") if isinstance(info.get("labels"), dict) else None
+        if isinstance(item, str):
+            labels[agent_id] = item.strip().splitlines()[0][:200] if item.strip() else ""
+        if info.get("parentAgentId"):
+            parents[agent_id] = str(info["parentAgentId"])
+    return labels, parents
+
+
+def wire_session_id(path: Path) -> str | None:
+    """`sessions/.../session_<id>/agents/<agent>/wire.jsonl` → `session_<id>`."""
+    if path.name == "wire.jsonl" and len(path.parts) >= 4 and path.parent.parent.name == "agents":
+        return path.parent.parent.parent.name
+    return None
+
+
+def _wire_run(
+    source: RunSource, wires: list[Path], labels: dict[str, str], parents: dict[str, str]
+) -> Iterator[Record]:
+    session = wire_session_id(wires[0]) or wires[0].parent.name
+    header = header_from_defaults(source, fallback_task=session, agent="Kimi Code")
+    yield header
+    warnings = [ParseWarning("no server event journal: each agent read from its own wire.jsonl", file=source.name)]
+    agent_ids = {wire.parent.name for wire in wires}
+    if MAIN_ID not in agent_ids:
+        warnings.append(ParseWarning("the main agent's wire.jsonl is not in the bundle", file=source.name))
+    yield ContextRecord(id=MAIN_ID, role=MAIN, label="main agent")
+    shell_calls = tokens = 0
+    for wire in sorted(wires, key=lambda p: (p.parent.name != MAIN_ID, p.parent.name)):
+        agent_id = wire.parent.name
+        if agent_id != MAIN_ID:
+            parent = parents.get(agent_id, MAIN_ID)
+            yield ContextRecord(id=agent_id, role=SUB, parent=parent, label=labels.get(agent_id) or agent_id)
+        display = source.display(wire)
+        seq = -1
+        names: dict[str, str] = {}
+        for lineno, obj in iter_json_lines(wire, display=display, tolerate_truncated_tail=True, warnings=warnings):
+            if not isinstance(obj, dict):
+                continue
+            ts = parse_timestamp(obj.get("time"), file=display, line=lineno, field="time")
+            if obj.get("type") == "usage.record" and isinstance(obj.get("usage"), dict):
+                tokens += sum(v for v in obj["usage"].values() if isinstance(v, int) and not isinstance(v, bool))
+                continue
+            event = obj.get("event") if obj.get("type") == "context.append_loop_event" else None
+            if not isinstance(event, dict):
+                continue
+            record = _wire_event(event, agent_id, ts, lineno, names)
+            if record is None:
+                continue
+            seq += 1
+            record.seq = seq
+            shell_calls += record.kind == "tool_call" and record.tool in SHELL_TOOLS
+            yield record
+    yield from warnings
+    yield DerivedOutcomes(shell_calls=shell_calls, tokens=tokens or None)
+
+
+def _wire_event(event: dict, agent_id: str, ts: datetime | None, lineno: int, names: dict) -> EventRecord | None:
+    etype = event.get("type")
+    if etype == "content.part" and isinstance(event.get("part"), dict):
+        part = event["part"]
+        if part.get("type") == "think":
+            text = to_text(part.get("think"))
+            return (
+                EventRecord(agent_id, 0, "reasoning", timestamp=ts, text=clip_text(text), line=lineno) if text else None
+            )
+        text = to_text(part.get("text"))
+        return EventRecord(agent_id, 0, "message", timestamp=ts, tool="assistant", text=clip_text(text), line=lineno)
+    if etype == "tool.call":
+        name, args = str(event.get("name", "")), event.get("args")
+        names[str(event.get("toolCallId", ""))] = name
+        kind = "spawn" if name in SPAWN_TOOLS else "file_write" if name in WRITE_TOOLS else "tool_call"
+        return EventRecord(
+            agent_id, 0, kind, timestamp=ts, tool=name, text=clip_text(to_text(args)), files=files_from_args(args),
+            line=lineno,
+        )  # fmt: skip
+    if etype == "tool.result":
+        result = event.get("result")
+        output = result.get("output") if isinstance(result, dict) else result
+        text = to_text(output)
+        if isinstance(result, dict) and (result.get("isError") or result.get("error")):
+            text = "[error] " + (text or to_text(result.get("error")))
+        tool = names.get(str(event.get("toolCallId", "")), "")
+        return EventRecord(agent_id, 0, "tool_result", timestamp=ts, tool=tool, text=clip_text(text), line=lineno)
+    return None

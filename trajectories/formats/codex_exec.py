@@ -1,0 +1,166 @@
+"""Codex's `codex exec --json` event stream (the study's `cell/trajectory.jsonl`).
+
+One line per event: `thread.started` (the main thread's id), `turn.started`, `item.started` /
+`item.completed` with an `item` ({id, type, ...}), `turn.completed` ({usage}), `error`. Item types:
+`agent_message`, `reasoning`, `command_execution` (command, aggregated_output, exit_code),
+`file_change` (changes[].path), `mcp_tool_call`, `web_search`, `todo_list`, and
+`collab_tool_call` — the main thread's dealings with its sub-agents: `tool` is `spawn_agent`,
+`send_input`, `wait` or `close_agent`, `receiver_thread_ids` names the sub-agents, `prompt` is the brief.
+
+The stream holds only the main thread's own items, and no timestamps: sub-agents appear as contexts
+(from the threads the main thread spawned, with their briefs as labels) without events of their
+own, and the run has no timeline. The rollouts (codex.py) have all of it; the importer reads this
+stream only when they are missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .common import clip_text, iter_json_lines, to_text
+from .records import (
+    MAIN,
+    SUB,
+    ContextRecord,
+    DerivedOutcomes,
+    EventRecord,
+    FormatError,
+    Parser,
+    ParseWarning,
+    Record,
+    RunSource,
+    header_from_defaults,
+)
+
+COLLAB_KINDS = {"spawn_agent": "spawn", "wait": "wait", "close_agent": "join"}
+
+
+def looks_like(first_line: Any) -> bool:
+    return isinstance(first_line, dict) and first_line.get("type") == "thread.started" and "thread_id" in first_line
+
+
+class CodexExecParser(Parser):
+    format_name = "codex_exec"
+
+    def parse(self, source: RunSource) -> Iterator[Record]:
+        path = source.files[0]
+        name = source.name
+        warnings: list[ParseWarning] = [
+            ParseWarning(
+                "read from the main thread's `codex exec --json` stream: sub-agents have no events of their own "
+                "and nothing is timed (the rollouts under agent/codex/sessions/ have both)",
+                file=name,
+            )
+        ]
+        lines = iter_json_lines(path, display=name, tolerate_truncated_tail=True, warnings=warnings)
+        main_id = ""
+        for lineno, obj in lines:
+            if isinstance(obj, dict) and obj.get("type") == "thread.started" and obj.get("thread_id"):
+                main_id = str(obj["thread_id"])
+                break
+            raise FormatError("expected a thread.started line first", file=name, line=lineno, field="type")
+        if not main_id:
+            raise FormatError("empty stream: no thread.started line", file=name)
+        header = header_from_defaults(source, fallback_task=main_id, agent="Codex")
+        yield header
+        yield ContextRecord(id=main_id, role=MAIN, label="main agent")
+        seq = -1
+        subagents: set[str] = set()
+        completed: set[str] = set()
+        started: dict[str, tuple[int, dict]] = {}  # items still in progress at the end
+        shell_calls = tokens = 0
+        for lineno, obj in lines:
+            if not isinstance(obj, dict):
+                raise FormatError("each line must be a JSON object", file=name, line=lineno)
+            kind = obj.get("type")
+            if kind == "turn.completed" and isinstance(obj.get("usage"), dict):
+                usage = obj["usage"]
+                tokens += sum(usage.get(k) or 0 for k in ("input_tokens", "output_tokens") if _int(usage.get(k)))
+            elif kind == "error":
+                seq += 1
+                yield EventRecord(main_id, seq, "error", text=clip_text(to_text(obj.get("message"))), line=lineno)
+            elif kind in ("item.started", "item.completed"):
+                item = obj.get("item")
+                if not isinstance(item, dict):
+                    raise FormatError("expected an object", file=name, line=lineno, field="item")
+                item_id = str(item.get("id", lineno))
+                if kind == "item.started":
+                    started[item_id] = (lineno, item)
+                    continue
+                # The completed item repeats the started one, but may leave out its brief or sender.
+                begun = started.pop(item_id, (0, {}))[1]
+                item = {**begun, **{k: v for k, v in item.items() if v not in (None, "", [], {})}}
+                if item_id in completed:
+                    continue
+                completed.add(item_id)
+                for record in self._item(item, main_id, lineno, subagents):
+                    if isinstance(record, EventRecord):
+                        seq += 1
+                        record.seq = seq
+                        shell_calls += record.tool == "shell" and record.kind == "tool_call"
+                    yield record
+        for lineno, item in started.values():  # never completed: the run ended while they ran
+            for record in self._item(item, main_id, lineno, subagents):
+                if isinstance(record, EventRecord):
+                    seq += 1
+                    record.seq = seq
+                yield record
+        yield from warnings
+        yield DerivedOutcomes(shell_calls=shell_calls, tokens=tokens or None)
+
+    def _item(self, item: dict, main_id: str, lineno: int, subagents: set[str]) -> Iterator[Record]:
+        itype = item.get("type")
+        event = EventRecord(main_id, 0, "other", tool=str(itype or ""), line=lineno)
+        if itype == "agent_message":
+            event.kind, event.tool, event.text = "message", "assistant", clip_text(to_text(item.get("text")))
+        elif itype == "reasoning":
+            event.kind, event.tool, event.text = "reasoning", "", clip_text(to_text(item.get("text")))
+        elif itype == "command_execution":
+            event.kind, event.tool, event.text = "tool_call", "shell", clip_text(to_text(item.get("command")))
+            yield event
+            output = to_text(item.get("aggregated_output"))
+            if item.get("exit_code") not in (0, None):
+                output = f"[exit {item['exit_code']}] {output}"
+            event = EventRecord(main_id, 0, "tool_result", tool="shell", text=clip_text(output), line=lineno)
+        elif itype == "file_change":
+            changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+            files = [str(c["path"]) for c in changes if isinstance(c, dict) and c.get("path")]
+            event.kind, event.tool, event.files = "file_write", "apply_patch", files
+            event.text = clip_text(
+                "\n".join(f"{c.get('kind', '')} {c.get('path', '')}" for c in changes if isinstance(c, dict))
+            )
+        elif itype == "mcp_tool_call":
+            event.kind = "tool_call"
+            event.tool = ".".join(str(x) for x in (item.get("server"), item.get("tool")) if x)
+            event.text = clip_text(to_text(item.get("arguments")))
+        elif itype == "web_search":
+            event.kind, event.tool, event.text = "tool_call", "web_search", clip_text(to_text(item.get("query")))
+        elif itype == "collab_tool_call":
+            tool = str(item.get("tool", ""))
+            receivers = [str(r) for r in item.get("receiver_thread_ids") or [] if r]
+            brief = to_text(item.get("prompt"))
+            if tool == "spawn_agent":
+                sender = str(item.get("sender_thread_id") or main_id)
+                for child in receivers:
+                    if child not in subagents:
+                        subagents.add(child)
+                        label = brief.strip().splitlines()[0][:200] if brief.strip() else child
+                        parent = sender if sender in subagents else main_id
+                        yield ContextRecord(id=child, role=SUB, parent=parent, label=label, line=lineno)
+            states = item.get("agents_states") if isinstance(item.get("agents_states"), dict) else {}
+            for child, state in states.items():
+                if str(child) in subagents and isinstance(state, dict) and state.get("status"):
+                    yield ContextRecord(id=str(child), role=SUB, status=str(state["status"]), line=lineno)
+            event.kind = COLLAB_KINDS.get(tool, "tool_call")
+            event.tool, event.text, event.target = tool, clip_text(brief), ",".join(receivers)[:255]
+        elif itype == "todo_list":
+            items = item.get("items") if isinstance(item.get("items"), list) else []
+            event.text = clip_text("\n".join(to_text(i.get("text")) for i in items if isinstance(i, dict)))
+        else:
+            event.text = clip_text(to_text(item))
+        yield event
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
