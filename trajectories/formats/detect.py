@@ -151,7 +151,8 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
             if root is None:  # a file given on its own must be a run
                 found.errors.append(
                     FormatError(
-                        "not a trajectory: expected .jsonl (.jsonl.gz), .json, .traj, or a .zip / .tar.gz bundle",
+                        "not a trajectory: expected a JSONL log (.jsonl, .jsonl.gz), a SWE-agent .traj, an "
+                        "OpenHands event list (.json), or a .zip / .tar.gz bundle of them",
                         file=_display(file, root),
                     )
                 )
