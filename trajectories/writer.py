@@ -204,6 +204,11 @@ def _set_final(run: Run, checked: CheckedRun) -> None:
         setattr(run, name, value)
 
 
+def _db_values(conn, fields: list, row) -> list:
+    """A row's Python values as the database takes them, converted as the ORM converts them."""
+    return [f.get_db_prep_save(value, conn) for f, value in zip(fields, row, strict=True)]
+
+
 def _insert(conn, fields: list, rows: list) -> list[int]:
     """INSERT rows (Python values of `fields`, converted as the ORM does) of one model, 500 per
     statement; their new primary keys, in order."""
@@ -215,7 +220,7 @@ def _insert(conn, fields: list, rows: list) -> list[int]:
     with conn.cursor() as cursor:
         for start in range(0, len(rows), 500):
             chunk = rows[start : start + 500]
-            params = [f.get_db_prep_save(value, conn) for row in chunk for f, value in zip(fields, row, strict=True)]
+            params = [value for row in chunk for value in _db_values(conn, fields, row)]
             cursor.execute(f"{head}{', '.join([one] * len(chunk))} RETURNING {qn(meta.pk.column)}", params)
             ids += [row[0] for row in cursor.fetchall()]
     return ids
@@ -226,7 +231,7 @@ def _update(conn, fields: list, rows: list) -> None:
     meta = fields[0].model._meta
     qn = conn.ops.quote_name
     columns = ", ".join(f"{qn(f.column)} = %s" for f in fields)
-    params = [[*(f.get_db_prep_save(v, conn) for f, v in zip(fields, row[:-1], strict=True)), row[-1]] for row in rows]
+    params = [[*_db_values(conn, fields, row[:-1]), row[-1]] for row in rows]
     with conn.cursor() as cursor:
         cursor.executemany(f"UPDATE {qn(meta.db_table)} SET {columns} WHERE {qn(meta.pk.column)} = %s", params)
 

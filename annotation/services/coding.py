@@ -13,7 +13,7 @@ from taxonomy.models import Code
 
 from ..errors import AnnotationError, ConflictError, LockedError
 from ..models import Annotation, AuditEntry, Discussion, Label
-from .review import run_reconcile
+from .review import discussion_require_open, run_reconcile
 
 
 @dataclass
@@ -195,8 +195,7 @@ def annotation_revise(
 ) -> Annotation:
     """An annotator revises their own submitted coding while its run's discussion is open (history
     kept; agreement statistics keep using the first submission)."""
-    if discussion.status != Discussion.Status.OPEN:
-        raise AnnotationError(f"this discussion is {discussion.get_status_display().lower()}")
+    discussion_require_open(discussion)
     if annotation.assignment.annotator_id != actor.pk or annotation.assignment.run_id != discussion.run_id:
         raise AnnotationError("you can only revise your own coding of this run")
     return annotation_save(

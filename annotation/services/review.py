@@ -70,7 +70,7 @@ def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | No
 # -- discussion and adjudication --------------------------------------------------------
 
 
-def _require_open(discussion: Discussion) -> None:
+def discussion_require_open(discussion: Discussion) -> None:
     if discussion.status != Discussion.Status.OPEN:
         raise AnnotationError(f"this discussion is {discussion.get_status_display().lower()}")
 
@@ -85,7 +85,7 @@ def discussion_comment(*, discussion: Discussion, author: AbstractBaseUser, text
 
 @transaction.atomic
 def discussion_consensus(*, discussion: Discussion, actor: AbstractBaseUser) -> FinalCoding:
-    _require_open(discussion)
+    discussion_require_open(discussion)
     if actor.pk not in participants(discussion):
         raise AnnotationError("only the two annotators can resolve by consensus")
     annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
@@ -106,7 +106,7 @@ def discussion_consensus(*, discussion: Discussion, actor: AbstractBaseUser) -> 
 
 
 def discussion_escalate(*, discussion: Discussion, actor: AbstractBaseUser) -> Discussion:
-    _require_open(discussion)
+    discussion_require_open(discussion)
     if actor.pk not in participants(discussion):
         raise AnnotationError("only the two annotators can escalate")
     discussion.status = Discussion.Status.ESCALATED

@@ -76,7 +76,7 @@ class CodexExecParser(Parser):
             kind = obj.get("type")
             if kind == "turn.completed" and isinstance(obj.get("usage"), dict):
                 usage = obj["usage"]
-                tokens += sum(usage.get(k) or 0 for k in ("input_tokens", "output_tokens") if _int(usage.get(k)))
+                tokens += sum(v for v in (usage.get("input_tokens"), usage.get("output_tokens")) if _int(v))
             elif kind == "error":
                 seq += 1
                 yield EventRecord(main_id, seq, "error", text=clip_text(to_text(obj.get("message"))), line=lineno)
