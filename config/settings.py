@@ -192,6 +192,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # Trajectory bundle limits (bytes / entries), checked before anything is extracted.
 PARALLAX_MAX_UPLOAD_BYTES = env_int("PARALLAX_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
+# A cell artifact (patch, prompt, test output …) longer than this is kept cut, with a warning.
+PARALLAX_ARTIFACT_MAX_BYTES = env_int("PARALLAX_ARTIFACT_MAX_BYTES", 2 * 1024 * 1024)
 PARALLAX_MAX_ARCHIVE_ENTRIES = env_int("PARALLAX_MAX_ARCHIVE_ENTRIES", 50_000)
 PARALLAX_MAX_ARCHIVE_BYTES = env_int("PARALLAX_MAX_ARCHIVE_BYTES", 8 * 1024 * 1024 * 1024)
 PARALLAX_MAX_COMPRESSION_RATIO = env_int("PARALLAX_MAX_COMPRESSION_RATIO", 200)

@@ -186,6 +186,14 @@ def mode_code(codebook, key: str):
     return codebook.codes.get(key=key)
 
 
+CITED_LINE = {"lossy-handoff": 3, "stale-handoff": 4}  # lines of a `study` run's log the tests cite
+
+
+def cite(run, key: str = "") -> str:
+    """An anchor that resolves: a line of the log a `study` run was imported from."""
+    return f"parallel/{run.source_name}:{CITED_LINE.get(key, 1)}"
+
+
 def submit_disagreement(study, run_id: int, codebook, *, rationale: str = "r", evidence: tuple[str, ...] = ()):
     """Both annotators of a run submit different modes (slot 1: lossy-handoff, slot 2: stale-handoff);
     returns the discussion that opens."""

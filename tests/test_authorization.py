@@ -12,7 +12,7 @@ from annotation.models import Assignment
 from annotation.services.pilot import pilot_create
 from tests.conftest import client_for, submit_disagreement
 from tests.routes import routes
-from trajectories.models import AgentContext, ImportBatch
+from trajectories.models import AgentContext, ImportBatch, RunFile
 
 pytestmark = pytest.mark.django_db
 ROLES = ("anon", "own", "other", "adjudicator", "admin")
@@ -36,6 +36,9 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     ),
     "trajectories/metrics.csv": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "trajectories/imports/": ((302, 403, 403, 403, 200), (302, 403, 403, 403, 200)),
+    "trajectories/runs/<int:run_id>/files/<int:file_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
+    # without ?a= there is no anchor to follow: 404 for everyone let in (tests/trajectories/test_run_files.py)
+    "trajectories/runs/<int:run_id>/anchor/": ((302, 404, 404, 404, 404), (302, 405, 405, 405, 405)),
     "trajectories/imports/<int:batch_id>/": ((302, 403, 403, 403, 200), (302, 405, 405, 405, 405)),
     "annotate/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/next/": ((302, 302, 302, 302, 302), (302, 405, 405, 405, 405)),
@@ -120,6 +123,7 @@ def world(study, codebook, trio, adjudicator):
             batch_id=batch.pk,
             kind="labels",
             context_id=AgentContext.objects.filter(run_id=ids[key]["run_id"]).first().pk,
+            file_id=RunFile.objects.filter(run_id=ids[key]["run_id"]).first().pk,
         )
     return ids
 

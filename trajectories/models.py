@@ -174,6 +174,9 @@ class AgentContext(models.Model):
     files_touched = models.JSONField(default=list, blank=True)
     depth = models.PositiveSmallIntegerField(default=0)
     position = models.PositiveIntegerField(default=0, help_text="Order of appearance in the run.")
+    source_file = models.CharField(
+        max_length=1000, blank=True, default="", help_text="The file its events were read from (a RunFile path)."
+    )
 
     class Meta:
         ordering = ["run", "position"]
@@ -214,3 +217,39 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.seq}"
+
+
+class RunFile(models.Model):
+    """A file of a run as imported: its logs (path and length, for evidence anchors) and the study
+    cell's artifacts beside them (patch, final answer, prompt, evaluation, test output), kept whole
+    up to a size limit so that the coding view can show them and an anchor can open their lines."""
+
+    class Kind(models.TextChoices):
+        LOG = "log"
+        PATCH = "patch", "patch"
+        FINAL = "final", "final answer"
+        PROMPT = "prompt"
+        EVALUATION = "evaluation", "evaluation summary"
+        TEST_OUTPUT = "test_output", "test output"
+        STATUS = "status", "harness status"
+        CELL = "cell", "cell record"
+        OTHER = "other"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="files", db_index=False)
+    path = models.CharField(max_length=1000, help_text="Relative to the run's folder: agent/…, cell/model.patch.")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    size = models.PositiveBigIntegerField(help_text="Bytes on disk.")
+    n_lines = models.PositiveIntegerField(null=True, help_text="Lines in the file (null: not counted, e.g. gzip).")
+    content = models.TextField(blank=True, default="", help_text="The text, for artifacts; empty for logs.")
+    truncated = models.BooleanField(default=False, help_text="Content cut at the size limit.")
+
+    class Meta:
+        ordering = ["run", "path"]
+        constraints = [models.UniqueConstraint(fields=["run", "path"], name="run_file_unique_path")]
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+import json
+from dataclasses import dataclass
 
-from .models import AgentContext, AgentSystem, Benchmark, Event, Run, Task
+from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, TextField, Value, When
+from django.urls import reverse
+
+from .artifacts import Anchor, AnchorError, diff_files, output_tests, parse_anchor, summary_counts, summary_tests
+from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, Task
 
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
 
@@ -45,8 +50,8 @@ def pair_sides(run: Run) -> dict:
     return {
         "run": run,
         "twin": twin,
-        "left": None if concurrent is None else {"run": concurrent},
-        "right": None if sequential is None else {"run": sequential},
+        "left": None if concurrent is None else {"run": concurrent, "artifacts": run_artifacts(run=concurrent)},
+        "right": None if sequential is None else {"run": sequential, "artifacts": run_artifacts(run=sequential)},
         "pair_rows": [
             {"mode": Run.Mode.CONCURRENT, "run": concurrent},
             {"mode": Run.Mode.SEQUENTIAL, "run": sequential},
@@ -107,3 +112,111 @@ def filter_choices() -> dict[str, list[str]]:
         "agents": list(AgentSystem.objects.values_list("name", flat=True)),
         "difficulties": sorted(d for d in Task.objects.values_list("difficulty", flat=True).distinct() if d),
     }
+
+
+# -- a run's files and the anchors that cite them ---------------------------------------------
+
+ARTIFACT_ORDER = ("final", "patch", "evaluation", "test_output", "prompt", "status", "cell", "other")
+
+
+INLINE_KINDS = ("final", "patch", "evaluation")  # read whole for the panel; others open on their own page
+
+
+def run_artifacts(*, run: Run) -> list[dict]:
+    """A run's cell artifacts (not its logs) as the coding view lists them: the final answer's
+    text, the patch's files and line counts, the evaluation's per-test results; the rest (prompt,
+    test output, harness status) as links. One query."""
+    files = (
+        RunFile.objects.filter(run=run)
+        .exclude(kind=RunFile.Kind.LOG)
+        .defer("content")
+        .annotate(
+            inline_text=Case(
+                When(kind__in=INLINE_KINDS, then=F("content")), default=Value(""), output_field=TextField()
+            )
+        )
+        .order_by("path")
+    )
+    items = []
+    for file in sorted(files, key=lambda f: ARTIFACT_ORDER.index(f.kind) if f.kind in ARTIFACT_ORDER else 99):
+        item = {"file": file, "url": reverse("trajectories:run_file", kwargs={"run_id": run.pk, "file_id": file.pk})}
+        if file.kind in INLINE_KINDS:
+            item.update(artifact_digest(file.kind, file.inline_text))
+        items.append(item)
+    return items
+
+
+def artifact_digest(kind: str, content: str) -> dict:
+    """What the panel shows of an artifact without opening it."""
+    if kind == "final":
+        return {"text": content}
+    if kind == "patch":
+        diff = diff_files(content)
+        return {"diff_files": diff, "added": sum(f.added for f in diff), "removed": sum(f.removed for f in diff)}
+    if kind == "evaluation":
+        try:
+            summary = json.loads(content)
+        except ValueError:
+            return {"error": "not valid JSON"}
+        tests = summary_tests(summary)
+        return {
+            "counts": summary_counts(summary),
+            "tests": sorted(tests, key=lambda t: (t.outcome == "passed", t.name)),
+            "solution_passed": summary.get("solution_passed") if isinstance(summary, dict) else None,
+        }
+    if kind == "test_output":
+        tests = output_tests(content)
+        passed = sum(t.outcome == "passed" for t in tests)
+        counts = {"passed": passed, "failed": len(tests) - passed, "total": len(tests)} if tests else {}
+        return {"tests": sorted(tests, key=lambda t: (t.outcome == "passed", t.line or 0)), "counts": counts}
+    return {}
+
+
+def run_logs(*, run: Run) -> list[RunFile]:
+    return list(RunFile.objects.filter(run=run, kind=RunFile.Kind.LOG).order_by("path"))
+
+
+@dataclass(frozen=True)
+class ResolvedAnchor:
+    anchor: Anchor
+    run: Run
+    file: RunFile
+
+    @property
+    def url(self) -> str:
+        path = reverse("trajectories:run_file", kwargs={"run_id": self.run.pk, "file_id": self.file.pk})
+        return f"{path}?line={self.anchor.start}&end={self.anchor.end}#L{self.anchor.start}"
+
+
+def resolve_anchor(*, run: Run, text: str, default_mode: str) -> ResolvedAnchor:
+    """An anchor typed or cited in a coding of `run`'s pair, checked against the files stored
+    with the side it names: the file must be there and the line inside it. AnchorError says
+    what is wrong, naming the run and, for a file not found, the files it does have."""
+    anchor = parse_anchor(text, default_mode=default_mode)
+    side = run if run.mode == anchor.mode else run_twin(run=run)
+    if side is None:
+        raise AnchorError(f"{anchor.text}: the {anchor.mode} run of this pair is not imported")
+    files = RunFile.objects.filter(run=side).only("pk", "path", "kind", "n_lines")
+    found = files.filter(path=anchor.path).first()
+    if found is None and anchor.path == side.source_name:  # a run read from one log, cited by its name
+        logs = list(files.filter(kind=RunFile.Kind.LOG)[:2])
+        found = logs[0] if len(logs) == 1 else None
+    if found is None:
+        names = list(files.order_by("path").values_list("path", flat=True)[:6])
+        listed = ", ".join(names) if names else "none: it was imported before Parallax kept files; import it again"
+        raise AnchorError(
+            f"{anchor.text}: no file {anchor.path!r} in the {anchor.mode} run #{side.pk} (its files: {listed})"
+        )
+    if found.n_lines is not None and anchor.end > found.n_lines:
+        raise AnchorError(f"{anchor.text}: {found.path} has {found.n_lines} lines")
+    return ResolvedAnchor(anchor=anchor, run=side, file=found)
+
+
+def events_at_line(*, file: RunFile, start: int, end: int) -> list[Event]:
+    """The events read from lines start..end of one of a run's logs."""
+    contexts = AgentContext.objects.filter(run_id=file.run_id, source_file=file.path)
+    return list(
+        Event.objects.filter(run_id=file.run_id, context__in=contexts, source_line__gte=start, source_line__lte=end)
+        .select_related("context")
+        .order_by("source_line", "context__position", "seq")[:50]
+    )

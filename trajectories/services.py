@@ -28,10 +28,11 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from . import archives
+from .artifacts import count_lines
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
 from .formats.records import FormatError, RunSource
 from .models import ImportBatch, Run
-from .writer import Lookups, new_run, store_run
+from .writer import Lookups, new_run, store_files, store_run
 
 DUPLICATE_MESSAGE = "already imported (same content)"
 
@@ -49,16 +50,20 @@ class RunResult:
         return asdict(self)
 
 
-def content_hash(files: Iterable[Path], *, display: Callable[[Path], str]) -> str:
-    """sha256 over (name, bytes) of every file of a run, streamed."""
+def content_hash(files: Iterable[Path], *, display: Callable[[Path], str]) -> tuple[str, dict[Path, int | None]]:
+    """sha256 over (name, bytes) of every file of a run, streamed; and each file's line count
+    (None for a compressed file), counted on the same pass for evidence anchors."""
     digest = hashlib.sha256()
+    lines: dict[Path, int | None] = {}
     for path in sorted(files, key=display):
         digest.update(display(path).encode() + b"\0")
+        compressed = path.name.endswith(".gz")
         with path.open("rb") as handle:
-            while chunk := handle.read(1024 * 1024):
-                digest.update(chunk)
+            chunks = iter(lambda: handle.read(1024 * 1024), b"")
+            n_lines = count_lines(digest.update(chunk) or chunk for chunk in chunks)
+        lines[path] = None if compressed else n_lines
         digest.update(b"\0")
-    return digest.hexdigest()
+    return digest.hexdigest(), lines
 
 
 PROGRESS_SECONDS = 0.5  # how often a running batch writes its progress
@@ -82,7 +87,7 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
     """Import one run in its own transaction (a savepoint inside an outer one): parse, check and
     store it, or store nothing of it. `lookups` carries benchmark/task/agent ids from run to run."""
     try:
-        digest = content_hash(source.files, display=source.display)
+        digest, lines = content_hash(source.files, display=source.display)
     except OSError as exc:
         return RunResult(source.name, "failed", message=f"{source.name}: cannot read ({exc})")
     lookups = lookups or Lookups()
@@ -91,6 +96,7 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
         try:
             with transaction.atomic():
                 store_run(run=run, source=source, records=parser_for(source.format).parse(source), lookups=lookups)
+                store_files(run=run, source=source, log_lines=lines, limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
         except BaseException:
             lookups.forget()  # the rows the run created are rolled back with it
             raise

@@ -48,6 +48,7 @@ HEADER_LIMITS = (
 CONTEXT_ID_MAX = _max(AgentContext, "external_id")
 # Free-text tokens from native logs are cut to their column rather than refused.
 STATUS_MAX = _max(AgentContext, "status")
+SOURCE_FILE_MAX = _max(AgentContext, "source_file")  # RunFile paths are checked as stored
 TOOL_MAX = _max(Event, "tool")
 TARGET_MAX = _max(Event, "target")
 SOURCE_NAME_MAX = _max(Run, "source_name")
@@ -85,6 +86,7 @@ class CheckedContext:
     files_touched: list[str]
     depth: int
     position: int
+    source_file: str
 
 
 @dataclass
@@ -107,6 +109,8 @@ class RunCheck:
         self.contexts: dict[str, _Seen] = {}
         self.warnings: list[str] = list(source.notes)
         self.derived = DerivedOutcomes()
+        # A one-file run's contexts are all read from that file.
+        self.only_file = source.relative(source.files[0]) if len(source.files) == 1 else ""
 
     def events(self, records: Iterable) -> Iterator[EventRow]:
         contexts = self.contexts
@@ -173,7 +177,7 @@ class RunCheck:
             self.contexts[record.id] = _Seen(record=record, position=len(self.contexts))
             return
         # A later announcement fills in what the first did not know (end time, status …).
-        for attr in ("label", "started_at", "ended_at", "status", "parent"):
+        for attr in ("label", "started_at", "ended_at", "status", "parent", "file"):
             value = getattr(record, attr)
             if value:
                 setattr(known.record, attr, value)
@@ -244,6 +248,7 @@ class RunCheck:
             files_touched=sorted(seen.files),
             depth=depth,
             position=seen.position,
+            source_file=(record.file or self.only_file)[:SOURCE_FILE_MAX],
         )
 
     def _interval(self, context: CheckedContext, run_end: datetime | None) -> tuple[float, float] | None:

@@ -15,10 +15,11 @@ from config.htmx import HtmxHttpRequest
 
 from . import selectors, services, tasks
 from .access import visible_runs
+from .artifacts import AnchorError
 from .exports import METRICS_COLUMNS, csv_lines, metrics_rows
 from .formats.records import EVENT_KINDS, FormatError
 from .forms import UploadForm
-from .models import AgentContext, ImportBatch, Run
+from .models import AgentContext, ImportBatch, Run, RunFile
 from .timeline import LaneInput, build_timeline
 
 RUNS_PER_PAGE = 50
@@ -115,6 +116,48 @@ def context_events(request: HtmxHttpRequest, run_id: int, context_id: int) -> Ht
             "kinds": kinds,
         },
     )
+
+
+def _line_param(request: HtmxHttpRequest, name: str) -> int | None:
+    try:
+        value = int(request.GET.get(name, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+@require_GET
+def run_file(request: HtmxHttpRequest, run_id: int, file_id: int) -> HttpResponse:
+    """One of a run's files, opened at the cited lines: an artifact's text (a patch as a diff),
+    or for a log the events read from those lines."""
+    run = get_object_or_404(
+        visible_runs(request.user, Run.objects.select_related("task__benchmark", "agent")), pk=run_id
+    )
+    file = get_object_or_404(RunFile, pk=file_id, run=run)
+    start = _line_param(request, "line")
+    end = max(start or 0, _line_param(request, "end") or 0) or start
+    context = {"run": run, "file": file, "start": start, "end": end}
+    if file.kind == RunFile.Kind.LOG:
+        context["events"] = selectors.events_at_line(file=file, start=start, end=end) if start else []
+    else:
+        context.update(selectors.artifact_digest(file.kind, file.content))
+        context["lines"] = list(enumerate(file.content.splitlines(), start=1))
+    return render(request, "trajectories/run_file.html", context)
+
+
+@require_GET
+def pair_anchor(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    """Follow an anchor written in a coding of this run's pair (`?a=serial/cell/model.patch:12`;
+    `side=contrast` when it was written as contrast, so that a bare path means the twin)."""
+    run = _visible_run(request, run_id)
+    default_mode = Run.Mode.SEQUENTIAL if request.GET.get("side") == "contrast" else run.mode
+    try:
+        resolved = selectors.resolve_anchor(run=run, text=request.GET.get("a", ""), default_mode=default_mode)
+    except AnchorError as exc:
+        return render(request, "trajectories/anchor_missing.html", {"run": run, "error": str(exc)}, status=404)
+    if not visible_runs(request.user, Run.objects.filter(pk=resolved.run.pk)).exists():
+        raise PermissionDenied("That run is not visible to you.")
+    return redirect(resolved.url)
 
 
 @require_GET

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC
+from pathlib import Path
 
 import orjson
 from django.db import connections, router
 from psycopg.types.json import Jsonb
 
+from .artifacts import artifact_kind, read_text
 from .formats.records import FormatError, RunHeader, RunSource
-from .models import AgentContext, AgentSystem, Benchmark, Event, ImportBatch, Run, Task
+from .models import AgentContext, AgentSystem, Benchmark, Event, ImportBatch, Run, RunFile, Task
 from .validate import SOURCE_NAME_MAX, CheckedContext, CheckedRun, RunCheck
 
 FLUSH_ROWS = 5000  # events per write
@@ -133,7 +135,7 @@ class _RunRows:
         else:
             new = [seen.record for key, seen in self.check.contexts.items() if key not in ids]
             self.early_contexts += [record.id for record in new]
-            self._insert_contexts([(run_id, None, r.id, r.role, r.label, "", None, None, 0, [], 0, 0) for r in new])
+            self._insert_contexts([(run_id, None, r.id, r.role, r.label, "", None, None, 0, [], 0, 0, "") for r in new])
         if events:
             _write_events(self.conn, run_id, ids, events)
 
@@ -176,6 +178,38 @@ class _RunRows:
         return run
 
 
+def store_files(*, run: Run, source: RunSource, log_lines: dict[Path, int | None], limit: int) -> None:
+    """The run's files: its logs by path and length, its cell's artifacts with their text (at
+    most `limit` bytes each; a longer one is kept cut, with a warning on the run)."""
+    rows: dict[str, RunFile] = {}
+    cut = []
+    for path in [*log_lines, *source.artifacts]:
+        relative = source.relative(path)
+        if len(relative) > PATH_MAX:
+            raise FormatError(f"path is {len(relative)} characters long; at most {PATH_MAX} are stored", file=relative)
+        if relative in rows:
+            continue
+        size = path.stat().st_size
+        if path in log_lines:
+            rows[relative] = RunFile(run=run, path=relative, kind=RunFile.Kind.LOG, size=size, n_lines=log_lines[path])
+            continue
+        text, truncated = read_text(path, limit=limit)
+        n_lines = None if truncated else text.count("\n") + (bool(text) and not text.endswith("\n"))
+        kind = artifact_kind(relative) or RunFile.Kind.OTHER
+        rows[relative] = RunFile(
+            run=run, path=relative, kind=kind, size=size, n_lines=n_lines, content=text, truncated=truncated
+        )
+        if truncated:
+            cut.append(f"{relative}: {size:,} bytes; the first {limit:,} are kept")
+    if cut:
+        run.warnings = [*run.warnings, *cut]
+        Run.objects.filter(pk=run.pk).update(warnings=run.warnings)
+    RunFile.objects.bulk_create(rows.values())
+
+
+PATH_MAX = RunFile._meta.get_field("path").max_length
+
+
 CONTEXT_COLUMNS = (
     "run_id",
     "parent_id",
@@ -189,13 +223,14 @@ CONTEXT_COLUMNS = (
     "files_touched",
     "depth",
     "position",
+    "source_file",
 )
 
 
 def _context_values(c: CheckedContext, run_id: int, ids: dict[str, int]) -> tuple:
     parent_id = ids[c.parent] if c.parent else None
     return (run_id, parent_id, c.key, c.role, c.label, c.status, c.started_at, c.ended_at, c.n_events,
-            c.files_touched, c.depth, c.position)  # fmt: skip
+            c.files_touched, c.depth, c.position, c.source_file)  # fmt: skip
 
 
 def _set_final(run: Run, checked: CheckedRun) -> None:

@@ -54,7 +54,12 @@ def codings_compare(*, discussion) -> dict:
     for code_id, code in sorted(codes.items(), key=lambda item: item[1].position):
         cells = [a.label_map.get(code_id) for a in annotations]
         rows.append({"code": code, "cells": cells, "differs": any(c is None for c in cells)})
-    return {"annotations": annotations, "rows": rows, "same": all(not r["differs"] for r in rows)}
+    return {
+        "annotations": annotations,
+        "rows": rows,
+        "same": all(not r["differs"] for r in rows),
+        "run_id": discussion.run_id,  # anchors are followed from this run's pair
+    }
 
 
 def my_discussions(*, user: AbstractBaseUser):

@@ -10,6 +10,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from taxonomy.models import Code
+from trajectories.artifacts import AnchorError
+from trajectories.models import Run
+from trajectories.selectors import resolve_anchor
 
 from ..errors import AnnotationError, ConflictError, LockedError
 from ..models import Annotation, AuditEntry, Discussion, Label
@@ -157,8 +160,28 @@ def _clean_anchors(anchors: list[str]) -> list[str]:
     return out
 
 
+def anchor_problems(*, run: Run, labels) -> dict[str, list[str]]:
+    """The anchors of `labels` (Label rows or LabelInputs of a coding of `run`) that do not resolve
+    to a file and line stored with the pair, by form field (`evidence-<code id>`). Evidence without
+    a side cites the coded run, contrast its twin."""
+    problems: dict[str, list[str]] = {}
+    for label in labels:
+        for name, default_mode in (("evidence", run.mode), ("contrast", run.twin_mode)):
+            for text in getattr(label, name):
+                try:
+                    resolve_anchor(run=run, text=text, default_mode=default_mode)
+                except AnchorError as exc:
+                    problems.setdefault(f"{name}-{label.code_id}", []).append(str(exc))
+    return problems
+
+
 @transaction.atomic
-def annotation_submit(*, annotation: Annotation, actor: AbstractBaseUser, version: int) -> Annotation:
+def annotation_submit(
+    *, annotation: Annotation, actor: AbstractBaseUser, version: int, check_anchors: bool = True
+) -> Annotation:
+    """Lock a saved coding: every mode needs a rationale, and every anchor must resolve to a file
+    and line of the pair (`check_anchors=False` only for the study's published records, whose
+    unresolved anchors the loader reports)."""
     if annotation.pk is None:
         raise AnnotationError(
             "nothing is saved yet: pick failure modes (or 'no failure mode') first", {"codes": "empty"}
@@ -171,6 +194,11 @@ def annotation_submit(*, annotation: Annotation, actor: AbstractBaseUser, versio
     }
     if not labels and not annotation.no_failure:
         errors["codes"] = "pick at least one failure mode, or choose 'no failure mode'"
+    names = {label.code_id: label.code.name for label in labels}
+    problems = anchor_problems(run=annotation.assignment.run, labels=labels) if check_anchors else {}
+    for key, messages in problems.items():
+        name, code_id = key.split("-")
+        errors[key] = f"'{names[int(code_id)]}' {name}: " + "; ".join(messages)
     if errors:
         raise AnnotationError("; ".join(errors.values()), errors)
     before = snapshot(annotation)

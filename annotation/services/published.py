@@ -14,7 +14,7 @@ from trajectories.models import Run
 from ..errors import AnnotationError
 from ..models import Assignment, FinalCoding, FinalLabel, Study
 from ..selectors.queue import annotation_for
-from .coding import LabelInput, annotation_save, annotation_submit
+from .coding import LabelInput, anchor_problems, annotation_save, annotation_submit
 from .studies import assignment_add
 
 
@@ -24,6 +24,7 @@ class PublishedImportResult:
     run_id: int | None = None
     imported: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # labels not in the codebook: reported, kept in notes
+    unresolved: list[str] = field(default_factory=list)  # anchors that cite no stored file and line: reported, kept
     error: str = ""
 
 
@@ -104,6 +105,9 @@ def published_import(
                 for code, failure in picked
             ]
         )
+        cited = [LabelInput(code_id=code.pk, evidence=failure.anchors("parallel_evidence")) for code, failure in picked]
+        problems = anchor_problems(run=run, labels=cited)
+        result.unresolved = [message for messages in problems.values() for message in messages]
         return result
     assignment = Assignment.objects.filter(study=study, run=run, annotator=annotator).first()
     if assignment is None:
@@ -135,5 +139,9 @@ def published_import(
     if not picked and result.unknown:
         result.error = "no label matched the codebook: left as a draft for the annotator to finish"
         return result
-    annotation_submit(annotation=annotation, actor=actor or annotator, version=annotation.version)
+    # The study's own record is kept as published; anchors that do not resolve in the imported
+    # files (a run imported from other logs than the record cites) are reported, not refused.
+    problems = anchor_problems(run=run, labels=inputs)
+    result.unresolved = [message for messages in problems.values() for message in messages]
+    annotation_submit(annotation=annotation, actor=actor or annotator, version=annotation.version, check_anchors=False)
     return result

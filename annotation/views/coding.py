@@ -16,7 +16,7 @@ from ..errors import AnnotationError, ConflictError, LockedError
 from ..forms import parse_annotation_form
 from ..models import Assignment, Discussion
 from ..selectors import queue as selectors
-from ..services.coding import annotation_revise, annotation_save, annotation_submit
+from ..services.coding import anchor_problems, annotation_revise, annotation_save, annotation_submit
 
 
 def _own(request: HtmxHttpRequest, assignment_id: int) -> Assignment:
@@ -70,24 +70,30 @@ def annotate(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     return render(request, "annotation/annotate.html", context)
 
 
-def _status(request: HtmxHttpRequest, annotation, *, error: str = "", status: int = 200) -> HttpResponse:
-    response = render(
-        request, "annotation/partials/save_status.html", {"annotation": annotation, "error": error}, status=status
-    )
-    return response
+def _status(
+    request: HtmxHttpRequest,
+    annotation,
+    *,
+    error: str = "",
+    refused: str = "Not saved.",
+    warnings: list[str] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    context = {"annotation": annotation, "error": error, "refused": refused, "warnings": warnings or []}
+    return render(request, "annotation/partials/save_status.html", context, status=status)
 
 
-def _apply(request: HtmxHttpRequest, annotation, write) -> HttpResponse | None:
+def _apply(request: HtmxHttpRequest, annotation, write, *, refused: str = "Not saved.") -> HttpResponse | None:
     """Parse the annotate form and run `write(form)`; a refusal becomes the status fragment
     (409 for a stale version or a locked annotation, 422 for invalid input)."""
     try:
         write(parse_annotation_form(request.POST))
     except (ConflictError, LockedError) as exc:
         _reload(annotation)
-        return _status(request, annotation, error=str(exc), status=409)
+        return _status(request, annotation, error=str(exc), refused=refused, status=409)
     except AnnotationError as exc:
         _reload(annotation)
-        return _status(request, annotation, error=str(exc), status=422)
+        return _status(request, annotation, error=str(exc), refused=refused, status=422)
     return None
 
 
@@ -97,9 +103,13 @@ def _reload(annotation) -> None:
 
 
 def _saved(request: HtmxHttpRequest, assignment: Assignment, annotation) -> HttpResponse:
+    """Saved; anchors that do not resolve are said now (the coding keeps them, and submitting
+    refuses them until they are fixed)."""
     if not request.htmx:
         return redirect("annotation:annotate", assignment_id=assignment.pk)
-    return _status(request, annotation)
+    labels = annotation.labels.all() if annotation.pk else []
+    problems = anchor_problems(run=assignment.run, labels=labels)
+    return _status(request, annotation, warnings=[m for messages in problems.values() for m in messages])
 
 
 @require_POST
@@ -121,11 +131,15 @@ def submit(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     def write(form):
         # Submitting saves what is on the screen first, then locks it.
         annotation_save(annotation=annotation, actor=request.user, **form)
+
+    def lock(_form):
         annotation_submit(annotation=annotation, actor=request.user, version=annotation.version)
 
-    refused = _apply(request, annotation, write)
-    if refused:
-        return refused
+    # What is on the screen stays saved when locking is refused (a missing rationale, an anchor
+    # that cites no file of the pair): the status says so.
+    refusal = _apply(request, annotation, write) or _apply(request, annotation, lock, refused="Saved, not submitted.")
+    if refusal:
+        return refusal
     target = reverse("annotation:next")
     return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
 

@@ -9,14 +9,15 @@ from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import LabelInput, annotation_revise, annotation_save, annotation_submit
 from tests.annotation.test_views import HTMX, form
-from tests.conftest import client_for, mode_code
+from tests.conftest import cite, client_for, mode_code
 
 pytestmark = pytest.mark.django_db
 
 
 def code_run(assignment, codes, rationale="because"):
     annotation = annotation_for(assignment=assignment)
-    labels = [LabelInput(code_id=c.pk, rationale=f"{rationale} {c.key}", evidence=[f"{c.key}.jsonl:1"]) for c in codes]
+    run = assignment.run
+    labels = [LabelInput(code_id=c.pk, rationale=f"{rationale} {c.key}", evidence=[cite(run, c.key)]) for c in codes]
     annotation_save(
         annotation=annotation,
         actor=assignment.annotator,
@@ -44,7 +45,7 @@ def test_agreement_becomes_final(study, codebook):
     assert final.provenance == "agreed" and not final.no_failure
     label = final.labels.get()
     assert label.code == lossy and label.rationale.count("because lossy-handoff") == 2
-    assert label.evidence == ["lossy-handoff.jsonl:1"]
+    assert label.evidence == [cite(final.run, "lossy-handoff")]
 
 
 def test_two_no_failure_codings_agree(study):

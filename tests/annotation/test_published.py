@@ -56,6 +56,9 @@ def test_import_as_an_annotators_submitted_labels(dictdb_study, trio):
     assert label.nearest_rejected.name == "Unisolated Workspace Writes"
     assert label.contrast[0].startswith("serial/agent/codex/sessions/")
     assert label.realized_consequence.startswith("A child replaced the shared package tree")
+    # The runs here were imported from other logs than the record cites: its anchors are kept as
+    # published and reported, each with why it does not resolve.
+    assert len(result.unresolved) == 2 and all("no file 'agent/codex/sessions/" in m for m in result.unresolved)
 
 
 def test_import_as_gold(dictdb_study):
@@ -63,6 +66,7 @@ def test_import_as_gold(dictdb_study):
     published_import(study=dictdb_study, record=record)
     final = FinalCoding.objects.get()
     assert final.provenance == "imported" and [fl.code.key for fl in final.labels.all()] == ["final-tree-overwrite"]
+    assert final.labels.get().evidence[0].startswith("parallel/agent/codex/sessions/")
 
 
 def test_unknown_labels_are_reported_and_kept(dictdb_study, trio):

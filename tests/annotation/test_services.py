@@ -63,17 +63,18 @@ def _assignment(study, user):
 def test_save_submit_and_history(study, trio, codebook):
     annotation = annotation_for(assignment=_assignment(study, trio[0]))
     code = mode_code(codebook, "same-file-collision")
+    anchor = f"parallel/{annotation.assignment.run.source_name}:3"
     annotation_save(
         annotation=annotation,
         actor=trio[0],
         version=1,
         no_failure=False,
         notes="n",
-        labels=[LabelInput(code_id=code.pk, rationale="two writers", evidence=["a.jsonl:3", "a.jsonl:3"])],
+        labels=[LabelInput(code_id=code.pk, rationale="two writers", evidence=[anchor, f" {anchor} "])],
     )
     assert annotation.version == 2
     label = annotation.labels.get()
-    assert label.evidence == ["a.jsonl:3"]
+    assert label.evidence == [anchor]
     annotation_submit(annotation=annotation, actor=trio[0], version=2)
     annotation.refresh_from_db()
     assert annotation.is_submitted and annotation.version == 3
@@ -176,3 +177,20 @@ def test_reassignment_keeps_submitted_work(study, trio):
     assert moved.annotator == newcomer and not Annotation.objects.filter(assignment=moved).exists()
     assert set(Counter(Assignment.objects.filter(study=study).values_list("run_id", flat=True)).values()) == {2}
     assert set(study.annotators.values_list("username", flat=True)) == {"coder2", "coder3", "newcomer"}
+
+
+def test_submit_refuses_an_anchor_that_cites_no_line_of_the_pair(study, trio, codebook):
+    annotation = annotation_for(assignment=_assignment(study, trio[0]))
+    run = annotation.assignment.run
+    code = mode_code(codebook, "same-file-collision")
+    bad = [f"parallel/{run.source_name}:99", "serial/cell/model.patch:3"]
+    label = LabelInput(code_id=code.pk, rationale="r", evidence=bad[:1], contrast=bad[1:])
+    annotation_save(annotation=annotation, actor=trio[0], version=1, no_failure=False, notes="", labels=[label])
+    assert annotation.labels.get().evidence == bad[:1]  # saved as typed: nothing is lost
+    with pytest.raises(AnnotationError) as refused:
+        annotation_submit(annotation=annotation, actor=trio[0], version=annotation.version)
+    assert set(refused.value.errors) == {f"evidence-{code.pk}", f"contrast-{code.pk}"}
+    assert f"{run.source_name} has 9 lines" in str(refused.value)
+    assert "no file 'cell/model.patch' in the sequential run" in str(refused.value)
+    annotation.refresh_from_db()
+    assert not annotation.is_submitted

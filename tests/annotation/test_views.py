@@ -27,12 +27,12 @@ def shared_run_assignments(study, a, b):
     raise AssertionError("no shared run")
 
 
-def form(code, version, rationale="because", **extra):
+def form(code, version, rationale="because", evidence="", **extra):
     data = {
         "version": version,
         "code": [code.pk],
         f"rationale-{code.pk}": rationale,
-        f"evidence-{code.pk}": "c.jsonl:3\nc.jsonl:9",
+        f"evidence-{code.pk}": evidence,
         "notes": "",
     }
     data.update(extra)
@@ -74,11 +74,16 @@ def test_autosave_and_conflict(study, trio, codebook):
     assignment = mine(study, trio[0]).first()
     client = client_for(trio[0])
     code = mode_code(codebook, "same-file-collision")
-    response = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1), **HTMX)
-    assert response.status_code == 200 and "version 2" in response.content.decode()
-    assert 'hx-swap-oob="true"' in response.content.decode()
+    evidence = f"{assignment.run.source_name}:3\nc.jsonl:9"
+    response = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, evidence=evidence), **HTMX)
+    body = response.content.decode()
+    assert response.status_code == 200 and "version 2" in body
+    assert 'hx-swap-oob="true"' in body
+    # Saved as typed; the anchor that cites no file of the pair is said at once.
     label = Annotation.objects.get(assignment=assignment).labels.get()
-    assert label.evidence == ["c.jsonl:3", "c.jsonl:9"]
+    assert label.evidence == [f"{assignment.run.source_name}:3", "c.jsonl:9"]
+    assert "c.jsonl:9: no file &#x27;c.jsonl&#x27; in the concurrent run" in body and "before you submit" in body
+    assert f"{assignment.run.source_name}:3:" not in body
     stale = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="other tab"), **HTMX)
     assert stale.status_code == 409 and "saved elsewhere" in stale.content.decode()
     assert Annotation.objects.get(assignment=assignment).labels.get().rationale == "because"

@@ -115,10 +115,12 @@ def test_hostile_trajectory_text_never_executes(page, live_server, admin_user, t
 
 
 def test_hostile_text_in_comments_and_rationales_is_escaped(page, live_server, study, trio, codebook):
-    from annotation.models import Assignment
+    from annotation.models import Assignment, Label
 
     run = study.runs.order_by("pk").first()
-    discussion = submit_disagreement(study, run.pk, codebook, rationale=HOSTILE[0], evidence=(HOSTILE[2],))
+    discussion = submit_disagreement(study, run.pk, codebook, rationale=HOSTILE[0])
+    # Anchors as the study's published records may hold them (kept as written, never refused).
+    Label.objects.filter(annotation__assignment__run=run).update(evidence=[HOSTILE[2]], contrast=[HOSTILE[1]])
     pair = list(Assignment.objects.filter(study=study, run=run).order_by("slot"))
     user = pair[0].annotator
     login(page, live_server, user.username, f"pw-{user.username}")
@@ -128,3 +130,9 @@ def test_hostile_text_in_comments_and_rationales_is_escaped(page, live_server, s
     page.wait_for_selector(".comment")
     assert page.title() != "pwned" and page.locator("a[href^='javascript:']").count() == 0
     assert "</script><script>" in page.locator(".comment").first.inner_text()
+    anchors = page.locator("a.anchor")
+    assert anchors.count() == 4 and HOSTILE[2] in anchors.first.inner_text()
+    assert all(
+        href.startswith(f"/trajectories/runs/{run.pk}/anchor/?a=")
+        for href in (a.get_attribute("href") for a in anchors.all())
+    )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
-from annotation.models import Annotation
+from annotation.models import Annotation, Assignment
 from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -26,7 +27,15 @@ def test_code_a_run_with_the_keyboard(page, live_server, study, trio):  # noqa: 
     page.keyboard.press("Tab")
     page.keyboard.type("One edit was lost.")
     page.keyboard.press("Tab")
-    page.keyboard.type("c.jsonl:6")
+    page.keyboard.type("c.jsonl:6")  # a file this pair does not have
+    wait_until_saved(page)
+    expect(page.locator("#save-status")).to_contain_text("no file 'c.jsonl' in the concurrent run")
+    page.keyboard.press("Control+Enter")  # submitting is refused; the coding stays saved
+    expect(page.locator("#save-status")).to_contain_text("Saved, not submitted.")
+    assert not Annotation.objects.get(assignment_id=assignment_id).is_submitted
+    anchor = f"parallel/{Assignment.objects.get(pk=assignment_id).run.source_name}:6"
+    page.keyboard.press("Control+a")
+    page.keyboard.type(anchor)
     wait_until_saved(page)
     page.keyboard.press("Control+Enter")  # submit
     page.wait_for_url(lambda url: f"/annotate/{assignment_id}/" not in url)
@@ -35,7 +44,7 @@ def test_code_a_run_with_the_keyboard(page, live_server, study, trio):  # noqa: 
     label = annotation.labels.get()
     assert label.code.key == "same-file-collision"
     assert label.rationale == "Two sub-agents wrote src/f0.py at once."
-    assert label.realized_consequence == "One edit was lost." and label.evidence == ["c.jsonl:6"]
+    assert label.realized_consequence == "One edit was lost." and label.evidence == [anchor]
 
 
 def test_draft_survives_a_reload(page, live_server, study, trio):  # noqa: F811

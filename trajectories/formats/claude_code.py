@@ -86,10 +86,13 @@ class ClaudeCodeParser(Parser):
         totals = _Totals()
         warnings: list[ParseWarning] = []
         yield ContextRecord(
-            id=MAIN_ID, role=MAIN, label="main agent" if has_main else "main agent (transcript not in bundle)"
+            id=MAIN_ID,
+            role=MAIN,
+            label="main agent" if has_main else "main agent (transcript not in bundle)",
+            file=source.relative(main_file) if main_file is not None else "",
         )
         if main_file is not None:
-            yield from self._main_file(main_file, source.name, totals, warnings)
+            yield from self._main_file(main_file, source.name, totals, warnings, file=source.relative(main_file))
 
         agent_files = sorted(p for p in extra if p.name.startswith("agent-") and ".jsonl" in p.name)
         workflow_files = sorted(p for p in extra if p.name.startswith("wf_") and p.name.endswith(".json"))
@@ -103,6 +106,7 @@ class ClaudeCodeParser(Parser):
             base = workflow_agents.get(agent_id) or ContextRecord(
                 id=agent_id, role=SUB, parent=MAIN_ID, label=f"sub-agent {agent_id}"
             )
+            base.file = source.relative(path)
             yield base
             emitted.add(agent_id)
             yield from self._agent_file(path, source.display(path), agent_id, totals, warnings)
@@ -119,7 +123,7 @@ class ClaudeCodeParser(Parser):
         yield DerivedOutcomes(shell_calls=totals.shell_calls, tokens=totals.tokens or None)
 
     # -- the session file ---------------------------------------------------------------
-    def _main_file(self, path: Path, name: str, totals: _Totals, warnings: list) -> Iterator[Record]:
+    def _main_file(self, path: Path, name: str, totals: _Totals, warnings: list, *, file: str) -> Iterator[Record]:
         seq: dict[str, int] = {}
         chain_owner: dict[str, str] = {}  # uuid -> context id (sidechains only)
         task_prompts: dict[str, tuple[str, str]] = {}  # prompt text -> (tool_use id, description)
@@ -144,7 +148,7 @@ class ClaudeCodeParser(Parser):
                     else:
                         ctx_id = f"sidechain-{sidechains}"
                         label = _first_line(prompt) or ctx_id
-                    yield ContextRecord(id=ctx_id, role=SUB, parent=MAIN_ID, label=label, line=lineno)
+                    yield ContextRecord(id=ctx_id, role=SUB, parent=MAIN_ID, label=label, line=lineno, file=file)
                 if obj.get("uuid"):
                     chain_owner[obj["uuid"]] = ctx_id
             else:

@@ -151,7 +151,13 @@ class CodexParser(Parser):
             label = meta.nickname or meta.agent_path or ("main agent" if is_main else meta.thread_id)
             if meta.nickname and meta.agent_path:
                 label = f"{meta.nickname} ({meta.agent_path})"
-            yield ContextRecord(id=meta.thread_id, role=MAIN if is_main else SUB, parent=parent, label=label)
+            yield ContextRecord(
+                id=meta.thread_id,
+                role=MAIN if is_main else SUB,
+                parent=parent,
+                label=label,
+                file=source.relative(meta.path),
+            )
             thread = _ThreadReader(meta, source.display(meta.path), aliases)
             yield from thread.events(warnings)
             shell_calls += thread.shell_calls

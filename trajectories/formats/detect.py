@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..artifacts import cell_artifacts, summary_counts
 from . import claude_code, codex, codex_exec, kimi, openhands, parallax_jsonl, swe_agent
 from .common import first_json_line, load_json_file
 from .parallax_jsonl import validate_outcomes
@@ -305,6 +306,10 @@ def _cell_source(cell_dir: Path, *, root: Path | None) -> RunSource:
     tools = usage.get("tools") if isinstance(usage.get("tools"), dict) else {}
     if tools:
         outcomes["shell_calls"] = sum(v for k, v in tools.items() if k in SHELL_TOOL_NAMES and isinstance(v, int))
+    quality = cell.get("quality") if isinstance(cell.get("quality"), dict) else {}
+    passed, total = quality.get("passed"), quality.get("total")
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (passed, total)) and 0 <= passed <= total:
+        outcomes.update(tests_passed=passed, tests_total=total)  # the study's cell.json states them
     summary_file = cell_dir / "cell" / "evaluation" / "summary.json"
     if summary_file.is_file():
         outcomes.update(_evaluation_outcomes(load_json_file(summary_file, display=_display(summary_file, root))))
@@ -327,6 +332,8 @@ def _cell_source(cell_dir: Path, *, root: Path | None) -> RunSource:
     best = max(sub.sources, key=lambda s: sum(p.stat().st_size for p in s.files))
     best.header_defaults = defaults
     best.name = _display(cell_dir, root)
+    best.base = cell_dir
+    best.artifacts = cell_artifacts(cell_dir)
     return best
 
 
@@ -341,8 +348,11 @@ def _evaluation_outcomes(summary: Any) -> dict[str, Any]:
     """Test counts from cell/evaluation/summary.json (several spellings are accepted)."""
     if not isinstance(summary, dict):
         return {}
-    tests = summary.get("tests") if isinstance(summary.get("tests"), dict) else summary
     out: dict[str, Any] = {}
+    counts = summary_counts(summary)  # the study's harnesses: NL2RepoBench counts, LoopsBench per-test results
+    if "passed" in counts and "total" in counts and counts["passed"] <= counts["total"]:
+        out.update(tests_passed=counts["passed"], tests_total=counts["total"])
+    tests = summary.get("tests") if isinstance(summary.get("tests"), dict) else summary
     for target, keys in (
         ("tests_passed", ("tests_passed", "passed", "num_passed", "n_passed")),
         ("tests_total", ("tests_total", "total", "num_tests", "n_tests", "tests_run")),

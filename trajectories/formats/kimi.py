@@ -90,7 +90,8 @@ class KimiParser(Parser):
         header = header_from_defaults(source, fallback_task=session_id_of(events_path), agent="Kimi Code")
         yield header
         warnings: list[ParseWarning] = []
-        yield ContextRecord(id=MAIN_ID, role=MAIN, label="main agent")
+        journal = source.relative(events_path)
+        yield ContextRecord(id=MAIN_ID, role=MAIN, label="main agent", file=journal)
         announced = {MAIN_ID}
         seq: dict[str, int] = {}
         last_seen: dict[str, datetime] = {}
@@ -113,6 +114,7 @@ class KimiParser(Parser):
                 label=labels.get(agent_id) or label or agent_id,
                 started_at=ts,
                 line=lineno,
+                file=journal,
             )
 
         def event(agent_id: str, **kwargs: Any) -> EventRecord:
@@ -288,13 +290,15 @@ def _wire_run(
     agent_ids = {wire.parent.name for wire in wires}
     if MAIN_ID not in agent_ids:
         warnings.append(ParseWarning("the main agent's wire.jsonl is not in the bundle", file=source.name))
-    yield ContextRecord(id=MAIN_ID, role=MAIN, label="main agent")
+    main_wire = next((wire for wire in wires if wire.parent.name == MAIN_ID), None)
+    yield ContextRecord(id=MAIN_ID, role=MAIN, label="main agent", file=source.relative(main_wire) if main_wire else "")
     shell_calls = tokens = 0
     for wire in sorted(wires, key=lambda p: (p.parent.name != MAIN_ID, p.parent.name)):
         agent_id = wire.parent.name
         if agent_id != MAIN_ID:
             parent = parents.get(agent_id, MAIN_ID)
-            yield ContextRecord(id=agent_id, role=SUB, parent=parent, label=labels.get(agent_id) or agent_id)
+            label = labels.get(agent_id) or agent_id
+            yield ContextRecord(id=agent_id, role=SUB, parent=parent, label=label, file=source.relative(wire))
         display = source.display(wire)
         seq = -1
         names: dict[str, str] = {}

@@ -89,6 +89,7 @@ class ContextRecord:
     ended_at: datetime | None = None
     status: str = ""
     line: int | None = None
+    file: str = ""  # the source file its events are read from (RunSource.relative), for evidence anchors
 
 
 @dataclass(slots=True)
@@ -125,6 +126,8 @@ class RunSource:
     header_defaults: dict[str, object] = field(default_factory=dict)
     root: Path | None = None  # file names in errors are shown relative to this
     notes: list[str] = field(default_factory=list)  # warnings found while grouping files into this run
+    base: Path | None = None  # the run's own folder (a study cell): stored file paths are relative to it
+    artifacts: list[Path] = field(default_factory=list)  # files kept beside the logs (patch, final answer …)
 
     def display(self, path: Path) -> str:
         if self.root is not None:
@@ -136,6 +139,16 @@ class RunSource:
             except ValueError:
                 pass
         return path.name
+
+    def relative(self, path: Path) -> str:
+        """The path a run's file is stored and cited under: relative to the run's own folder for a
+        study cell (`agent/codex/sessions/…`, `cell/model.patch`), else as shown in messages."""
+        if self.base is not None:
+            try:
+                return path.relative_to(self.base).as_posix()
+            except ValueError:
+                pass
+        return Path(self.display(path)).as_posix()
 
 
 class Parser:

@@ -50,6 +50,8 @@ class Command(BaseCommand):
             self.stdout.write(f"run #{result.run_id}: {', '.join(result.imported) or 'no known label'}")
             for unknown in result.unknown:
                 self.stdout.write(self.style.WARNING(f"  unknown label (kept in notes): {unknown}"))
+            for anchor in result.unresolved:
+                self.stdout.write(self.style.WARNING(f"  anchor not in the imported files (kept): {anchor}"))
             if result.error:
                 self.stdout.write(self.style.WARNING(f"  {result.error}"))
         if failed:

@@ -11,6 +11,8 @@ from annotation.models import Assignment, Discussion, Study
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import LabelInput, annotation_save, annotation_submit
 from annotation.services.review import discussion_escalate
+from trajectories.artifacts import anchor_text
+from trajectories.models import Event, Run
 
 
 class Command(BaseCommand):
@@ -36,6 +38,7 @@ class Command(BaseCommand):
         for run_id in chosen:
             pair = list(Assignment.objects.filter(study=study, run_id=run_id).select_related("annotator"))
             base = rng.sample(modes, rng.choice((0, 1, 1, 2)))
+            lines = _cited_lines(run_id)
             for index, assignment in enumerate(pair):
                 picked = base if index == 0 or rng.random() < options["agree"] else rng.sample(modes, 1)
                 annotation = annotation_for(assignment=assignment)
@@ -45,7 +48,7 @@ class Command(BaseCommand):
                     LabelInput(
                         code_id=m.pk,
                         rationale=f"[demo data] synthetic rationale for {m.name}.",
-                        evidence=[f"{assignment.run.source_name}:{rng.randrange(2, 40)}"],
+                        evidence=[anchor_text(Run.Mode.CONCURRENT, *rng.choice(lines))] if lines else [],
                     )
                     for m in picked
                 ]
@@ -64,3 +67,13 @@ class Command(BaseCommand):
                 annotator = Assignment.objects.filter(study=study, run=discussion.run).first().annotator
                 discussion_escalate(discussion=discussion, actor=annotator)
         self.stdout.write(self.style.SUCCESS(f"[demo] submitted {coded} synthetic codings on {len(chosen)} runs"))
+
+
+def _cited_lines(run_id: int) -> list[tuple[str, int]]:
+    """(log file, line) of events of a run, for evidence anchors that resolve."""
+    return list(
+        Event.objects.filter(run_id=run_id, source_line__isnull=False)
+        .exclude(context__source_file="")
+        .order_by("context__position", "seq")
+        .values_list("context__source_file", "source_line")[:200]
+    )
