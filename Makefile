@@ -31,7 +31,7 @@ demo: install demo-data run
 demo-data: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py create_demo_users
-	$(PY) manage.py generate_corpus --scale demo --seed 1 --out $(DEMO_DIR)/corpus
+	$(PY) manage.py generate_corpus --scale demo --seed 1 --cells --out $(DEMO_DIR)/corpus
 	$(PY) manage.py import_trajectories $(DEMO_DIR)/corpus --quiet-ok
 	$(PY) manage.py import_trajectories tests/fixtures/corpus tests/fixtures/real/claude-code-inline tests/fixtures/real/claude-code-workflow tests/fixtures/real/swe-agent tests/fixtures/real/openhands
 	$(PY) manage.py load_codebook
@@ -40,8 +40,14 @@ demo-data: install
 	$(PY) manage.py simulate_codings "Demo study" --fraction 0.5 --seed 1
 	@echo; echo "Demo users (password: parallax-demo): annotator1 annotator2 annotator3 senior admin"
 
+# The web server and a real Celery worker on kombu's filesystem broker (no server needed), so that
+# uploads import off the request with a live progress bar; the worker stops with the server.
 run: install
-	@echo "Parallax on http://$(HOST):$(PORT)/  (log in as admin / parallax-demo)"
+	@echo "Parallax on http://$(HOST):$(PORT)/  (log in as admin / parallax-demo); worker log: var/celery-worker.log"
+	@mkdir -p var
+	export CELERY_BROKER_URL=filesystem://; \
+	$(PY) -m celery -A config worker --pool=solo --without-gossip --without-mingle --loglevel=INFO > var/celery-worker.log 2>&1 & \
+	worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: install

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django.http import HttpResponseBadRequest, JsonResponse
+from django.conf import settings
+from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 
 
 class RejectNulQueryMiddleware:
@@ -21,4 +22,31 @@ class RejectNulQueryMiddleware:
                 if request.path.startswith("/api/"):
                     return JsonResponse({"detail": message}, status=400)
                 return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)
+
+
+UPLOAD_PATHS = ("/trajectories/imports/", "/api/imports/")
+MULTIPART_SLACK = 1024 * 1024  # form fields and multipart boundaries around the file
+
+
+class UploadSizeMiddleware:
+    """Refuse an over-size trajectory upload as soon as its declared length is known: before the
+    body is read (the CSRF check and the form would read all of it first). 413, naming the size
+    and the limit; the upload page also checks the file's size in the browser before sending."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method == "POST" and request.path in UPLOAD_PATHS:
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            limit = settings.PARALLAX_MAX_UPLOAD_BYTES
+            if length > limit + MULTIPART_SLACK:
+                message = f"the upload is {length:,} bytes; the limit is {limit:,} (PARALLAX_MAX_UPLOAD_BYTES)"
+                if request.path.startswith("/api/"):
+                    return JsonResponse({"detail": message}, status=413)
+                return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
         return self.get_response(request)

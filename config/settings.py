@@ -85,6 +85,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.middleware.RejectNulQueryMiddleware",
+    "config.middleware.UploadSizeMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -197,7 +198,7 @@ PARALLAX_ARTIFACT_MAX_BYTES = env_int("PARALLAX_ARTIFACT_MAX_BYTES", 2 * 1024 * 
 PARALLAX_MAX_ARCHIVE_ENTRIES = env_int("PARALLAX_MAX_ARCHIVE_ENTRIES", 50_000)
 PARALLAX_MAX_ARCHIVE_BYTES = env_int("PARALLAX_MAX_ARCHIVE_BYTES", 8 * 1024 * 1024 * 1024)
 PARALLAX_MAX_COMPRESSION_RATIO = env_int("PARALLAX_MAX_COMPRESSION_RATIO", 200)
-# Celery: eager (in-process) unless a broker is configured.
+# Celery: eager (in-process) unless a broker is configured (make demo: filesystem://, below).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", CELERY_BROKER_URL == "memory://")
@@ -206,6 +207,17 @@ CELERY_TASK_ACKS_LATE = True  # a worker killed mid-import leaves the task to be
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+if CELERY_BROKER_URL == "filesystem://":
+    # A broker that needs no server (kombu's filesystem transport): `make demo` runs a real worker
+    # on it, so that an upload is imported off the request and its progress bar moves.
+    BROKER_DIR = Path(env_str("PARALLAX_BROKER_DIR", str(BASE_DIR / "var" / "celery-broker")))
+    (BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "store_processed": False,
+    }
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

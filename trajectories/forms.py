@@ -15,6 +15,13 @@ class UploadForm(forms.Form):
     )
     format = forms.ChoiceField(choices=[(f, f) for f in FORMAT_CHOICES], initial="auto")
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The browser checks the size before sending (static/js/upload.js); the server checks it again.
+        self.fields["file"].widget.attrs.update(
+            {"data-max-bytes": settings.PARALLAX_MAX_UPLOAD_BYTES, "accept": ",".join(ACCEPTED)}
+        )
+
     def clean_file(self):
         upload = self.cleaned_data["file"]
         if not upload.name.lower().endswith(ACCEPTED):

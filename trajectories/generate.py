@@ -60,9 +60,17 @@ def task_list(scale: str) -> list[tuple[str, str, str]]:
 
 
 def generate_corpus(
-    out: Path, *, scale: str = "demo", seed: int = 0, compress: bool = False, events_per_agent: int = 8
+    out: Path,
+    *,
+    scale: str = "demo",
+    seed: int = 0,
+    compress: bool = False,
+    events_per_agent: int = 8,
+    cells: bool = False,
 ) -> list[Path]:
-    """Write one file per run; returns the paths. Same seed, same bytes."""
+    """Write one file per run; returns the paths. Same seed, same bytes. With `cells`, each run is
+    a folder of the study's layout instead (`<benchmark>/<task>/<agent>/<parallel|serial>/`: cell.json,
+    the log under agent/, and demo artifacts under cell/), and the paths are those folders."""
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}")
     out.mkdir(parents=True, exist_ok=True)
@@ -72,9 +80,12 @@ def generate_corpus(
             for mode in ("concurrent", "sequential"):
                 rng = random.Random(f"{seed}:{bench}:{task_id}:{agent.name}:{mode}")
                 lines = list(_run_lines(rng, bench, task_id, difficulty, agent, mode, events_per_agent))
+                data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+                if cells:
+                    written.append(_write_cell(out, lines, data, rng))
+                    continue
                 name = f"{task_id}__{agent.name.replace(' ', '-').lower()}__{mode}.jsonl"
                 path = out / (name + (".gz" if compress else ""))
-                data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
                 if compress:
                     with gzip.GzipFile(path, "wb", mtime=0) as handle:
                         handle.write(data)
@@ -82,6 +93,39 @@ def generate_corpus(
                     path.write_bytes(data)
                 written.append(path)
     return written
+
+
+def _write_cell(out: Path, lines: list[dict], data: bytes, rng: random.Random) -> Path:
+    """One run in the study's cell layout, with artifacts that say they are demo data."""
+    header = lines[0]
+    outcomes = header["outcomes"]
+    mode = "parallel" if header["mode"] == "concurrent" else "serial"
+    slug = header["agent"]["system"].replace(" ", "-").lower()
+    cell = out / header["task"]["benchmark"].lower().replace(" ", "-") / header["task"]["id"] / slug / mode
+    (cell / "agent").mkdir(parents=True, exist_ok=True)
+    (cell / "cell" / "evaluation").mkdir(parents=True, exist_ok=True)
+    (cell / "agent" / "trajectory.jsonl").write_bytes(data)
+    passed, total = outcomes["tests_passed"], outcomes["tests_total"]
+    record = {"mode": mode, "agent": header["agent"]["system"], "solution_passed": outcomes["task_pass"]}
+    record["quality"] = {"passed": passed, "total": total}
+    (cell / "cell.json").write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2) + b"\n")
+    written = sorted({f for line in lines if line.get("kind") == "file_write" for f in line.get("files", [])})
+    (cell / "cell" / "final.txt").write_text(
+        f"[demo data] Finished {header['task']['id']}: changed {', '.join(written) or 'nothing'}; "
+        f"{passed} of {total} tests pass locally.\n"
+    )
+    patch = []
+    for path in written:
+        patch += [f"diff --git a/{path} b/{path}", f"--- a/{path}", f"+++ b/{path}", "@@ -1,3 +1,4 @@", " # demo data"]
+        patch += [f"-value = {rng.randrange(10)}", f"+value = {rng.randrange(10, 20)}", f"+# changed by {slug}", " "]
+    (cell / "cell" / "model.patch").write_text("\n".join(patch) + ("\n" if patch else ""))
+    failing = set(rng.sample(range(total), total - passed))
+    results = [f"tests/test_core.py::test_case_{i:03d} {'FAILED' if i in failing else 'PASSED'}" for i in range(total)]
+    (cell / "cell" / "evaluation" / "test_output.txt").write_text("\n".join(results) + "\n")
+    summary = {"kind": "demo data", "counts": {"passed": passed, "failed": total - passed, "total": total}}
+    summary["solution_passed"] = outcomes["task_pass"]
+    (cell / "cell" / "evaluation" / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+    return cell
 
 
 def _iso(t: datetime) -> str:

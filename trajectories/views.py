@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -188,7 +189,8 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
                 return HttpResponseClientRedirect(batch_url(batch))
             return redirect("trajectories:import_detail", batch_id=batch.pk)
     batches = ImportBatch.objects.select_related("created_by")[:20]
-    return render(request, "trajectories/import_upload.html", {"form": form, "batches": batches})
+    context = {"form": form, "batches": batches, "max_bytes": settings.PARALLAX_MAX_UPLOAD_BYTES}
+    return render(request, "trajectories/import_upload.html", context)
 
 
 def batch_url(batch: ImportBatch) -> str:

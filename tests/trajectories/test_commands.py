@@ -61,6 +61,22 @@ def test_generate_corpus_is_deterministic_and_importable(tmp_path):
     assert not Run.objects.filter(mode="sequential", subagents_created__gt=0).exists()
 
 
+def test_demo_corpus_in_the_cell_layout_keeps_its_artifacts(tmp_path):
+    from trajectories.models import RunFile
+    from trajectories.selectors import artifact_digest
+
+    call_command("generate_corpus", "--scale", "demo", "--cells", "--out", str(tmp_path / "c"), stdout=io.StringIO())
+    call_command("import_trajectories", str(tmp_path / "c"), stdout=io.StringIO())
+    assert Run.objects.count() == len(task_list("demo")) * 3 * 2
+    kinds = {"cell", "evaluation", "final", "log", "patch", "test_output"}
+    run = Run.objects.filter(mode="concurrent").order_by("pk").first()
+    assert set(RunFile.objects.filter(run=run).values_list("kind", flat=True)) == kinds
+    output = artifact_digest("test_output", RunFile.objects.get(run=run, kind="test_output").content)
+    assert output["counts"] == {"passed": run.tests_passed, "failed": run.tests_total - run.tests_passed,
+                                "total": run.tests_total}  # fmt: skip
+    assert "[demo data]" in RunFile.objects.get(run=run, kind="final").content
+
+
 def test_paper_scale_shape():
     tasks = task_list("paper")
     assert len(tasks) == 354 and len(tasks) * 3 * 2 == 2124

@@ -195,6 +195,24 @@ def test_upload_size_limit(admin_client_, settings):
     assert "the limit is 10" in response.content.decode() and ImportBatch.objects.count() == 0
 
 
+def test_an_over_size_upload_is_refused_before_its_body_is_read(admin_client_, settings):
+    """The declared length decides: the body here is small, but a client that says it will send more
+    than the limit gets 413 at once (the page and the API alike), before the CSRF check or the form
+    would read the whole body."""
+    settings.PARALLAX_MAX_UPLOAD_BYTES = 10
+    upload = SimpleUploadedFile("r.jsonl", b"x" * 100)
+    declared = {"CONTENT_LENGTH": str(10 + 1024 * 1024 + 1)}
+    page = admin_client_.post(reverse("trajectories:import_upload"), {"file": upload}, **declared)
+    assert page.status_code == 413
+    assert page.content.decode() == "the upload is 1,048,587 bytes; the limit is 10 (PARALLAX_MAX_UPLOAD_BYTES)"
+    api = admin_client_.post("/api/imports/", {"file": SimpleUploadedFile("r.jsonl", b"x")}, **declared)
+    assert api.status_code == 413 and "the limit is 10" in api.json()["detail"]
+    assert ImportBatch.objects.count() == 0
+    # The page tells the browser the limit, which checks the file's size before sending it.
+    form = admin_client_.get(reverse("trajectories:import_upload")).content.decode()
+    assert 'data-max-bytes="10"' in form and "js/upload.js" in form
+
+
 def test_import_detail_404_and_403(admin_client_, annotator_client, admin_user):
     assert admin_client_.get(reverse("trajectories:import_detail", args=[999])).status_code == 404
     batch = ImportBatch.objects.create(created_by=admin_user)

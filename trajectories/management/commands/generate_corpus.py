@@ -15,9 +15,18 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--out", type=Path, required=True)
         parser.add_argument("--gzip", action="store_true")
+        parser.add_argument(
+            "--cells",
+            action="store_true",
+            help="Write the study's cell layout (cell.json, agent/ log, demo patch, final answer and evaluation).",
+        )
 
     def handle(self, *args, **options) -> None:
         paths = generate_corpus(
-            Path(options["out"]), scale=options["scale"], seed=options["seed"], compress=options["gzip"]
+            Path(options["out"]),
+            scale=options["scale"],
+            seed=options["seed"],
+            compress=options["gzip"],
+            cells=options["cells"],
         )
         self.stdout.write(self.style.SUCCESS(f"wrote {len(paths)} runs to {options['out']}"))
