@@ -166,7 +166,12 @@ def observed(study, codebook, trio, adjudicator, admin_user) -> dict[str, tuple[
             url = url_for(route, ids["other" if role == "other" else "own"])
             page, api = by_role[role]
             client = api if route.startswith("api/") else page
-            row_get.append(client.get(url).status_code)
+            response = client.get(url)
+            row_get.append(response.status_code)
+            if response.status_code == 200 and response.get("Content-Type", "").startswith("text/html"):
+                body = response.content.decode()
+                leaked = [mark for mark in ("{#", "#}", "{%", "%}", "{{", "}}") if mark in body]
+                assert not leaked, f"{url} as {role} shows template text {leaked}"
             row_post.append(client.post(url, {}).status_code)
         table[route] = (tuple(row_get), tuple(row_post))
     return table
