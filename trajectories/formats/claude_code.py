@@ -6,10 +6,17 @@ Two sub-agent layouts are handled:
   is one sub-agent, matched to its Task call by the prompt text;
 * separate files (2.x): `<session>/subagents/**/agent-<id>.jsonl`, one per sub-agent,
   plus workflow state `<session>/workflows/wf_*.json` that names, times and labels them.
+
+Calls are tied to what they started: a `Task`/`Agent` call to the sub-agent whose first prompt is
+the call's prompt (its result is then the parent's `join`), a `Workflow` call to the workflow whose
+run id, task id or name its input or result names. A workflow journal
+(`subagents/workflows/<wf>/journal.jsonl`) that starts the same `key` under a new `agentId` is a
+retry: each attempt stays a sub-agent of its own, labelled "attempt k of n" of its slot.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +46,8 @@ from .records import (
 )
 
 SPAWN_TOOLS = {"Task", "Agent", "Workflow", "RunWorkflow"}
+AGENT_TOOLS = {"Task", "Agent"}  # start one sub-agent with a prompt
+WORKFLOW_TOOLS = {"Workflow", "RunWorkflow"}  # start a workflow of sub-agents
 WRITE_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 SHELL_TOOLS = {"Bash", "BashOutput"}
 SKIP_TYPES = {"summary", "file-history-snapshot", "queue-operation"}
@@ -78,7 +87,7 @@ class ClaudeCodeParser(Parser):
 
     def parse(self, source: RunSource) -> Iterator[Record]:
         first = source.files[0]
-        has_main = not first.name.startswith(("agent-", "wf_"))
+        has_main = not first.name.startswith(("agent-", "wf_", "journal"))
         main_file = first if has_main else None
         extra = source.files[1:] if has_main else source.files
         header = header_from_defaults(source, fallback_task=first.stem.split("__")[0], agent="Claude Code")
@@ -91,25 +100,40 @@ class ClaudeCodeParser(Parser):
             label="main agent" if has_main else "main agent (transcript not in bundle)",
             file=source.relative(main_file) if main_file is not None else "",
         )
-        if main_file is not None:
-            yield from self._main_file(main_file, source.name, totals, warnings, file=source.relative(main_file))
-
         agent_files = sorted(p for p in extra if p.name.startswith("agent-") and ".jsonl" in p.name)
         workflow_files = sorted(p for p in extra if p.name.startswith("wf_") and p.name.endswith(".json"))
+        journals = sorted(p for p in extra if p.name.startswith("journal") and ".jsonl" in p.name)
+        attempts = _journal_attempts(journals, source, warnings)
         workflow_agents: dict[str, ContextRecord] = {}
+        links = _Links()
         for wf in workflow_files:
-            for ctx in _workflow_contexts(wf, source.display(wf)):
+            for ctx in _workflow_contexts(wf, source.display(wf), links.workflows):
+                if ctx.id in attempts:
+                    number, total, _key = attempts[ctx.id]
+                    if total > 1:
+                        ctx.label = f"{ctx.label} · attempt {number} of {total}"
                 workflow_agents[ctx.id] = ctx
+        for path in agent_files:
+            agent_id = _agent_id(path)
+            if agent_id not in workflow_agents:
+                prompt = _first_prompt(path)
+                if prompt:
+                    links.prompts.setdefault(prompt, agent_id)
+        if main_file is not None:
+            yield from self._main_file(
+                main_file, source.name, totals, warnings, file=source.relative(main_file), links=links
+            )
         emitted: set[str] = set()
         for path in agent_files:
             agent_id = _agent_id(path)
             base = workflow_agents.get(agent_id) or ContextRecord(
-                id=agent_id, role=SUB, parent=MAIN_ID, label=f"sub-agent {agent_id}"
+                id=agent_id, role=SUB, parent=MAIN_ID, label=links.labels.get(agent_id) or f"sub-agent {agent_id}"
             )
+            base.parent = links.parents.get(agent_id, base.parent)
             base.file = source.relative(path)
             yield base
             emitted.add(agent_id)
-            yield from self._agent_file(path, source.display(path), agent_id, totals, warnings)
+            yield from self._agent_file(path, source.display(path), agent_id, totals, warnings, links=links)
         for agent_id, ctx in workflow_agents.items():
             if agent_id not in emitted:
                 # The workflow state names a sub-agent whose transcript is not in the bundle.
@@ -118,12 +142,18 @@ class ClaudeCodeParser(Parser):
                         f"sub-agent {agent_id} has no transcript file; times from workflow state", file=source.name
                     )
                 )
+                ctx.parent = links.parents.get(agent_id, ctx.parent)
                 yield ctx
+        for agent_id, parent in links.parents.items():
+            if agent_id in emitted:  # a call found in a later file: only the parent is new
+                yield ContextRecord(id=agent_id, role=SUB, parent=parent)
         yield from warnings
         yield DerivedOutcomes(shell_calls=totals.shell_calls, tokens=totals.tokens or None)
 
     # -- the session file ---------------------------------------------------------------
-    def _main_file(self, path: Path, name: str, totals: _Totals, warnings: list, *, file: str) -> Iterator[Record]:
+    def _main_file(
+        self, path: Path, name: str, totals: _Totals, warnings: list, *, file: str, links: _Links
+    ) -> Iterator[Record]:
         seq: dict[str, int] = {}
         chain_owner: dict[str, str] = {}  # uuid -> context id (sidechains only)
         task_prompts: dict[str, tuple[str, str]] = {}  # prompt text -> (tool_use id, description)
@@ -154,7 +184,9 @@ class ClaudeCodeParser(Parser):
             else:
                 ctx_id = MAIN_ID
             for event in _events_of(obj, ctx_id, ts, lineno, seq, totals):
-                if event.kind == "spawn" and event.target:
+                if links.link(event, obj, ctx_id):
+                    pass  # a call tied to a sub-agent file or a workflow, or its result
+                elif event.kind == "spawn" and event.target:
                     args = _tool_input(obj, event.target)
                     if isinstance(args, dict) and isinstance(args.get("prompt"), str):
                         task_prompts[args["prompt"]] = (event.target, str(args.get("description", "")))
@@ -166,13 +198,17 @@ class ClaudeCodeParser(Parser):
                     event.target = ""
                 yield event
 
-    def _agent_file(self, path: Path, name: str, ctx_id: str, totals: _Totals, warnings: list) -> Iterator[Record]:
+    def _agent_file(
+        self, path: Path, name: str, ctx_id: str, totals: _Totals, warnings: list, *, links: _Links
+    ) -> Iterator[Record]:
         seq: dict[str, int] = {}
         for lineno, obj in iter_json_lines(path, display=name, tolerate_truncated_tail=True, warnings=warnings):
             if not isinstance(obj, dict) or obj.get("type") in SKIP_TYPES:
                 continue
             for event in _events_of(obj, ctx_id, _ts(obj, name, lineno), lineno, seq, totals):
-                if event.kind == "tool_result":
+                if links.link(event, obj, ctx_id):
+                    pass
+                elif event.kind == "tool_result":
                     event.target = ""
                 elif event.kind == "spawn":
                     event.target = f"task-{event.target}"
@@ -296,11 +332,18 @@ def _ts(obj: dict, name: str, lineno: int) -> datetime | None:
     return parse_timestamp(obj.get("timestamp"), file=name, line=lineno)
 
 
-def _workflow_contexts(path: Path, name: str) -> Iterator[ContextRecord]:
+def _workflow_contexts(path: Path, name: str, runs: dict[str, tuple[str, list[str]]]) -> Iterator[ContextRecord]:
+    """The sub-agents a workflow state lists; `runs` learns the workflow's names (run id, task
+    id, workflow name) and its agents, so that the call that launched it can be found."""
     state = load_json_file(path, display=name)
     if not isinstance(state, dict):
         raise FormatError("workflow state must be a JSON object", file=name)
     workflow = str(state.get("workflowName") or state.get("runId") or path.stem)
+    agents: list[str] = []
+    run_id = str(state.get("runId") or path.stem)
+    for key in ("runId", "taskId", "workflowName"):
+        if isinstance(state.get(key), str) and len(state[key]) >= 6:
+            runs[state[key]] = (run_id, agents)
     wf_status = str(state.get("status", ""))
     wf_end = None
     if isinstance(state.get("startTime"), (int, float)) and isinstance(state.get("durationMs"), (int, float)):
@@ -320,6 +363,7 @@ def _workflow_contexts(path: Path, name: str) -> Iterator[ContextRecord]:
         if ended is None and status in ("killed", "failed", "completed"):
             ended = wf_end
         label = " / ".join(x for x in (workflow, str(item.get("phaseTitle") or ""), str(item.get("label") or "")) if x)
+        agents.append(str(item["agentId"]))
         yield ContextRecord(
             id=str(item["agentId"]),
             role=SUB,
@@ -337,3 +381,91 @@ def _agent_id(path: Path) -> str:
     if isinstance(first, dict) and isinstance(first.get("agentId"), str) and first["agentId"]:
         return first["agentId"]
     return path.name.removeprefix("agent-").split(".")[0].split("__")[0]
+
+
+class _Links:
+    """What ties a call to what it started, learned before and while the files are read."""
+
+    def __init__(self) -> None:
+        self.prompts: dict[str, str] = {}  # a sub-agent file's first prompt -> its agent id
+        # a workflow's run id, task id or name -> (its run id, its agents)
+        self.workflows: dict[str, tuple[str, list[str]]] = {}
+        self.calls: dict[str, str] = {}  # tool_use id -> the sub-agent or workflow it started
+        self.parents: dict[str, str] = {}  # sub-agent -> the context whose call started it
+        self.labels: dict[str, str] = {}  # sub-agent -> the call's description
+
+    def link(self, event: EventRecord, obj: dict, ctx_id: str) -> bool:
+        """Tie a Task/Agent or Workflow call to what it started, and its result to the same:
+        True when the event was linked (its kind and target are then set)."""
+        if event.kind == "spawn" and event.target:
+            args = _tool_input(obj, event.target)
+            started = self._started(event.tool, args)
+            if started is None:
+                return False
+            run_id, agents = self.workflows.get(started, (started, [started]))
+            self.calls[event.target] = run_id
+            event.target = run_id
+            for agent in agents:
+                if agent != ctx_id:
+                    self.parents.setdefault(agent, ctx_id)
+            if event.tool in AGENT_TOOLS and isinstance(args, dict) and args.get("description"):
+                self.labels.setdefault(started, str(args["description"])[:200])
+            return True
+        if event.kind == "tool_result" and event.target in self.calls:
+            started = self.calls[event.target]
+            event.target = started
+            event.kind = "tool_result" if started in self.workflows else "join"
+            return True
+        return False
+
+    def _started(self, tool: str, args: Any) -> str | None:
+        if tool in AGENT_TOOLS and isinstance(args, dict) and isinstance(args.get("prompt"), str):
+            return self.prompts.get(args["prompt"].strip())
+        if tool in WORKFLOW_TOOLS:
+            text = to_text(args)
+            return next((name for name in self.workflows if name in text), None)
+        return None
+
+
+def _first_prompt(path: Path) -> str:
+    """The first user message of a sub-agent file: the prompt its Task/Agent call gave it."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for _, line in zip(range(50), handle, strict=False):
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    return ""
+                if isinstance(obj, dict) and obj.get("type") == "user":
+                    return _message_text(obj).strip()
+    except OSError:
+        return ""
+    return ""
+
+
+def _journal_attempts(
+    journals: list[Path], source: RunSource, warnings: list[ParseWarning]
+) -> dict[str, tuple[int, int, str]]:
+    """agent id -> (attempt number, attempts of its slot, slot key), from the workflow journals:
+    the same `key` started again under a new `agentId` is a retry of that slot."""
+    slots: dict[str, list[str]] = {}
+    for journal in journals:
+        name = source.display(journal)
+        for _, obj in iter_json_lines(journal, display=name, tolerate_truncated_tail=True, warnings=warnings):
+            if isinstance(obj, dict) and obj.get("type") == "started" and obj.get("key") and obj.get("agentId"):
+                agents = slots.setdefault(f"{journal.parent.name}:{obj['key']}", [])
+                if obj["agentId"] not in agents:
+                    agents.append(str(obj["agentId"]))
+    attempts = {}
+    for key, agents in slots.items():
+        for number, agent in enumerate(agents, start=1):
+            attempts[agent] = (number, len(agents), key)
+        if len(agents) > 1:
+            warnings.append(
+                ParseWarning(
+                    f"workflow {key.split(':')[0]}: a slot was retried: {len(agents)} attempts "
+                    f"({', '.join(agents)}), each kept as a sub-agent",
+                    file=source.name,
+                )
+            )
+    return attempts

@@ -162,10 +162,8 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
         if kind == "parallax":
             found.sources.append(RunSource(name=_display(file, root), format="parallax", files=[file], root=root))
         elif kind == "claude_code":
-            if name.startswith("agent-") or (isinstance(first, dict) and first.get("agentId")):
+            if name.startswith(("agent-", "journal")) or (isinstance(first, dict) and first.get("agentId")):
                 claude_extras.append(file)
-            elif name.startswith("journal"):
-                continue
             else:
                 claude_sessions.setdefault(_claude_session_id(file, first), []).insert(0, file)
         elif kind == "codex":
@@ -175,7 +173,7 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
         elif kind == "kimi":
             kimi_events.append(file)
         elif isinstance(first, dict) and first.get("type") == "started" and "agentId" in first:
-            continue  # Claude workflow journal: nothing beyond what the transcripts hold
+            claude_extras.append(file)  # a Claude workflow journal: which agents retried a slot
         elif kimi.is_session_index(first):
             continue  # Kimi's session index: the state.json files say the same
         elif first is None and file.stat().st_size > 0:
@@ -197,7 +195,9 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
             session = next(iter(claude_sessions))
         claude_sessions.setdefault(session, []).append(extra)
     for session, group in claude_sessions.items():
-        main = next((p for p in group if not p.name.startswith(("agent-", "wf_"))), None)
+        if all(p.name.startswith("journal") for p in group):
+            continue  # a workflow journal without its session's transcripts: nothing to import
+        main = next((p for p in group if not p.name.startswith(("agent-", "wf_", "journal"))), None)
         notes = []
         if main is None:
             notes.append(
@@ -249,7 +249,7 @@ def _sniff(first: Any) -> str | None:
 
 def _claude_session_id(path: Path, first: Any) -> str:
     """The session a Claude Code file belongs to: its `sessionId`, else a UUID folder above it."""
-    if path.name.startswith(("agent-", "wf_")):
+    if path.name.startswith(("agent-", "wf_", "journal")):
         for parent in path.parents:
             if _UUID.match(parent.name):
                 return parent.name
