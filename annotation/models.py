@@ -125,8 +125,11 @@ class Label(models.Model):
 class AuditEntry(models.Model):
     """Append-only history of every change to an annotation (who, when, before, after)."""
 
-    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="history")
-    actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Nothing deletes history: an annotation (and so its study, its run, its annotator) with audit
+    # entries cannot be deleted, and on PostgreSQL a trigger refuses UPDATE and DELETE on this table
+    # (migration 0005).
+    annotation = models.ForeignKey(Annotation, on_delete=models.PROTECT, related_name="history")
+    actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     at = models.DateTimeField(auto_now_add=True)
     action = models.CharField(max_length=20)
     before = models.JSONField(null=True, blank=True)

@@ -102,12 +102,18 @@ def annotator_replace(
         candidates = [u for u in ([replacement] if replacement else others) if u is not None and u.pk not in on_run]
         if not candidates:
             raise AnnotationError(f"no annotator left to take run {assignment.run_id}")
-        if annotation is not None:
-            # The draft was the leaver's own reasoning: it does not pass to the next coder.
-            audit(annotation, actor, "reassign", before=snapshot(annotation), after=None)
-            annotation.labels.all().delete()
-            annotation.delete()
         assignment.annotator = candidates[0]
         assignment.save(update_fields=["annotator"])
+        if annotation is not None:
+            # The draft was the leaver's own reasoning: it does not pass to the next coder, who starts
+            # from an empty draft. It is not deleted either: its history (and this reassignment, with
+            # the draft as it was) stays in the append-only audit trail.
+            before = snapshot(annotation)
+            annotation.labels.all().delete()
+            annotation.no_failure, annotation.notes = False, ""
+            annotation.version += 1
+            annotation.save(update_fields=["no_failure", "notes", "version", "updated_at"])
+            after = {**snapshot(annotation), "from": leaving.get_username(), "to": candidates[0].get_username()}
+            audit(annotation, actor, "reassign", before=before, after=after)
         moved += 1
     return {"moved": moved, "kept": kept}

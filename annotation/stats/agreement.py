@@ -299,6 +299,7 @@ def headline_bootstrap(
         "ci_high": high,
         "confidence": confidence,
         "n_resamples": n_resamples,
+        "seed": seed,
         "n_items": n,
     }
 

@@ -74,12 +74,21 @@ def _status(
     request: HtmxHttpRequest,
     annotation,
     *,
-    error: str = "",
+    error: str | Exception = "",
     refused: str = "Not saved.",
     warnings: list[str] | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    context = {"annotation": annotation, "error": error, "refused": refused, "warnings": warnings or []}
+    conflict = status == 409 and isinstance(error, ConflictError)
+    context = {
+        "annotation": annotation,
+        "error": str(error),
+        "refused": refused,
+        "warnings": warnings or [],
+        "conflict": conflict,
+        "saved_labels": annotation.labels.select_related("code") if conflict else [],
+        "oob": True,
+    }
     return render(request, "annotation/partials/save_status.html", context, status=status)
 
 
@@ -90,7 +99,7 @@ def _apply(request: HtmxHttpRequest, annotation, write, *, refused: str = "Not s
         write(parse_annotation_form(request.POST))
     except (ConflictError, LockedError) as exc:
         _reload(annotation)
-        return _status(request, annotation, error=str(exc), refused=refused, status=409)
+        return _status(request, annotation, error=exc, refused=refused, status=409)
     except AnnotationError as exc:
         _reload(annotation)
         return _status(request, annotation, error=str(exc), refused=refused, status=422)

@@ -78,6 +78,15 @@
   });
 
   function save() { htmx.trigger(form, "change"); }
+
+  // After a conflict (saved elsewhere), "Keep mine" saves this page over the saved version: only
+  // then does the form take the saved version's number. "Take the saved one" is a plain reload.
+  document.addEventListener("click", (event) => {
+    const keep = event.target.closest("[data-keep-mine]");
+    if (!keep) return;
+    document.getElementById("version").value = keep.dataset.keepMine;
+    save();
+  });
   function submit() { const b = document.getElementById("submit-button"); if (b) b.click(); }
 
   document.addEventListener("keydown", (event) => {

@@ -237,6 +237,20 @@ def test_command_on_a_study_uses_first_submissions(study, trio, codebook):
     # slot 1 always says lossy-handoff, slot 2 never: p_o < 1 and κ ≤ 0 at every level
     assert report["overall"]["mode"]["mean_pairwise_pooled_kappa"] <= 0
     assert report["headline"]["n_items"] == 6
+    # The command prints what the dashboard shows: the study's own seed and the same function.
+    from django.core.management import CommandError
+
+    from annotation.selectors import dashboard
+
+    study.seed = 7
+    study.save(update_fields=["seed"])
+    out = StringIO()
+    call_command("agreement", "--study", str(study.pk), "--ci", "--resamples", "50", stdout=out)
+    printed = json.loads(out.getvalue())["headline"]
+    shown = dashboard.agreement(study=study, resamples=50)["headline"]
+    assert printed == json.loads(json.dumps(shown)) and printed["seed"] == 7
+    with pytest.raises(CommandError, match="its own seed"):
+        call_command("agreement", "--study", str(study.pk), "--ci", "--seed", "0", stdout=StringIO())
 
 
 def test_headline_series_equals_full_reports_on_prefixes():

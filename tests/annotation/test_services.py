@@ -174,7 +174,14 @@ def test_reassignment_keeps_submitted_work(study, trio):
     assert result == {"moved": len(mine) - 1, "kept": 1}
     assert Assignment.objects.get(pk=mine[0].pk).annotator == leaving  # submitted work stays
     moved = Assignment.objects.get(pk=mine[1].pk)
-    assert moved.annotator == newcomer and not Annotation.objects.filter(assignment=moved).exists()
+    assert moved.annotator == newcomer
+    fresh = Annotation.objects.get(assignment=moved)  # the newcomer starts from an empty draft
+    assert (fresh.notes, fresh.no_failure, fresh.labels.count(), fresh.status) == ("", False, 0, "draft")
+    # … and the leaver's draft and its history stay in the audit trail.
+    history = list(AuditEntry.objects.filter(annotation=fresh).order_by("pk"))
+    assert [e.action for e in history] == ["save", "reassign"] and history[0].actor == leaving
+    assert history[1].before["notes"] == "half" and history[1].after["to"] == "newcomer"
+    assert fresh.version == history[1].after["version"]
     assert set(Counter(Assignment.objects.filter(study=study).values_list("run_id", flat=True)).values()) == {2}
     assert set(study.annotators.values_list("username", flat=True)) == {"coder2", "coder3", "newcomer"}
 

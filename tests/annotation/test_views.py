@@ -89,6 +89,28 @@ def test_autosave_and_conflict(study, trio, codebook):
     assert Annotation.objects.get(assignment=assignment).labels.get().rationale == "because"
 
 
+def test_a_conflict_never_hands_the_other_tab_the_new_version(study, trio, codebook):
+    """Two tabs on one coding: tab 1 saves; tab 2's stale save is refused (409) without the new
+    version, so its next keystroke is refused too instead of overwriting tab 1. Tab 2 sees the saved
+    version and chooses: "keep mine" saves over it knowingly."""
+    assignment = mine(study, trio[0]).first()
+    client = client_for(trio[0])
+    code = mode_code(codebook, "same-file-collision")
+    page = client.get(f"/annotate/{assignment.pk}/").content.decode()
+    assert page.count('name="version"') == 1  # one version field in the form
+    assert client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="tab 1"), **HTMX).status_code == 200
+    conflict = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="tab 2"), **HTMX)
+    body = conflict.content.decode()
+    assert conflict.status_code == 409 and 'name="version"' not in body  # the client keeps its version
+    assert "tab 1" in body and 'data-keep-mine="2"' in body  # the saved one is shown, and the way to override it
+    again = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="tab 2, more"), **HTMX)
+    assert again.status_code == 409
+    assert Annotation.objects.get(assignment=assignment).labels.get().rationale == "tab 1"
+    kept = client.post(f"/annotate/{assignment.pk}/save/", form(code, 2, rationale="tab 2, more"), **HTMX)
+    assert kept.status_code == 200 and 'value="3" hx-swap-oob="true"' in kept.content.decode()
+    assert Annotation.objects.get(assignment=assignment).labels.get().rationale == "tab 2, more"
+
+
 def test_bad_input_is_422_and_names_the_field(study, trio, codebook):
     assignment = mine(study, trio[0]).first()
     client = client_for(trio[0])

@@ -119,3 +119,33 @@ def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, 
     annotation = Annotation.objects.get(assignment_id=assignment_id)
     assert annotation.is_submitted
     assert annotation.labels.get().rationale == "Build output leaked between children."
+
+
+def test_two_tabs_on_one_coding_lose_nothing(page, live_server, study, trio):  # noqa: F811
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    url = page.url
+    assignment_id = int(url.rstrip("/").split("/")[-1])
+    second = page.context.new_page()
+    second.goto(url)
+    second.wait_for_selector("#annotation-form")
+    second.wait_for_load_state()
+    for tab, text in ((page, "Tab one's reading."), (second, "Tab two's reading.")):
+        tab.bring_to_front()
+        tab.keyboard.press("/")
+        tab.keyboard.type("lossy")
+        tab.keyboard.press("Enter")
+        tab.keyboard.type(text)
+        if tab is page:
+            wait_until_saved(page)
+    expect(second.locator("#save-status")).to_contain_text("saved elsewhere")
+    expect(second.locator("#save-status")).to_contain_text("Tab one's reading.")
+    second.keyboard.type(" And more.")  # the next autosave is refused as well: tab one's save stands
+    second.wait_for_timeout(2000)
+    label = Annotation.objects.get(assignment_id=assignment_id).labels.get()
+    assert label.rationale == "Tab one's reading."
+    second.click("[data-keep-mine]")
+    expect(second.locator("#save-status")).to_contain_text("Saved · version")
+    label = Annotation.objects.get(assignment_id=assignment_id).labels.get()
+    assert label.rationale == "Tab two's reading. And more."

@@ -88,3 +88,28 @@ def test_lost_update_is_impossible(study, trio):
         assert len(conflicts) == 1 and len(winners) == 1, results
         stored = Annotation.objects.get(assignment=assignment)
         assert stored.version == version + 1 and stored.notes == winners[0].notes
+
+
+def test_racing_http_saves_never_lose_an_update(study, trio):
+    """Two clients post the annotate form at once with the same version, over HTTP: one is saved,
+    the other gets 409 without the new version, and its retry with its own version is refused too."""
+    from tests.conftest import client_for
+
+    assignment = Assignment.objects.filter(study=study, annotator=trio[0]).first()
+    url = f"/annotate/{assignment.pk}/save/"
+    htmx = {"HTTP_HX_REQUEST": "true"}
+
+    def post(notes, version):
+        return client_for(trio[0]).post(url, {"version": version, "no_failure": "on", "notes": notes}, **htmx)
+
+    for version in (1, 2):
+        responses = race(lambda v=version: post("client A", v), lambda v=version: post("client B", v))
+        codes = sorted(r.status_code for r in responses)
+        assert codes == [200, 409], codes
+        loser = next(r for r in responses if r.status_code == 409)
+        assert 'name="version"' not in loser.content.decode()
+        winner = next(r for r in responses if r.status_code == 200)
+        stored = Annotation.objects.get(assignment=assignment)
+        assert stored.version == version + 1 and f'value="{version + 1}"' in winner.content.decode()
+        assert post("late retry", version).status_code == 409
+        assert Annotation.objects.get(assignment=assignment).notes == stored.notes

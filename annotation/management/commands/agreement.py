@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
-from annotation.selectors.dashboard import agreement_input
+from annotation.selectors.dashboard import agreement
 from annotation.stats.agreement import (
     AgreementInputError,
     agreement_report,
@@ -28,7 +28,9 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=("json",), default="json")
         parser.add_argument("--ci", action="store_true", help="Add a bootstrap 95%% CI for the headline κ.")
         parser.add_argument("--resamples", type=int, default=1000)
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--seed", type=int, default=None, help="Bootstrap seed for --input (default 0); a study uses its own."
+        )
 
     def handle(self, *args, **options) -> None:
         if options["input"]:
@@ -55,12 +57,18 @@ class Command(BaseCommand):
             ).first()
             if study is None:
                 raise CommandError(f"no study {ref!r}" if ref else "no study in the database; use --input FILE")
-            taxonomy, codings = agreement_input(study=study)
+            if options["seed"] is not None and options["seed"] != study.seed:
+                raise CommandError(f"{study} bootstraps with its own seed ({study.seed}), as its dashboard does")
+            # The dashboard's own function, so that both print the same numbers.
+            self.stdout.write(
+                json.dumps(agreement(study=study, resamples=options["resamples"] if options["ci"] else 0), indent=2)
+            )
+            return
         try:
             report = agreement_report(taxonomy, codings)
             if options["ci"]:
                 report["headline"] = headline_bootstrap(
-                    taxonomy, codings, n_resamples=options["resamples"], seed=options["seed"]
+                    taxonomy, codings, n_resamples=options["resamples"], seed=options["seed"] or 0
                 )
         except AgreementInputError as exc:
             raise CommandError(str(exc)) from exc
