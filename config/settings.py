@@ -231,10 +231,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
+PARALLAX_VERSION = "0.1.0"  # written into every study bundle (annotation/selectors/bundle.py)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Parallax API",
     "DESCRIPTION": "Import agent trajectories, read runs, pairs and process metrics.",
-    "VERSION": "0.1.0",
+    "VERSION": PARALLAX_VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # Login required everywhere, the API description included.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

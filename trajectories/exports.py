@@ -34,14 +34,25 @@ def metrics_rows(runs: Iterable[Run]) -> Iterator[dict[str, object]]:
         yield metrics_row(run)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula (it begins with = + - @, a tab or a carriage
+    return) gets a leading apostrophe, as OWASP recommends; numbers are left alone."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def csv_lines(rows: Iterable[dict[str, object]], columns: tuple[str, ...]) -> Iterator[str]:
-    """Stream CSV text line by line (header first)."""
+    """Stream CSV text line by line (header first); text cells are made spreadsheet-safe."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     yield _drain(buffer)
     for row in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        writer.writerow({k: ("" if v is None else spreadsheet_safe(v)) for k, v in row.items()})
         yield _drain(buffer)
 
 

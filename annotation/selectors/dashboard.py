@@ -149,6 +149,7 @@ def pair_outcomes(*, study: Study) -> list[PairOutcome]:
                 concurrent_tokens=run.tokens,
                 sequential_tokens=twin.tokens,
                 concurrent_run_id=run.pk,
+                sequential_run_id=twin.pk,
             )
         )
     return out

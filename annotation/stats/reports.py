@@ -77,6 +77,7 @@ class PairOutcome:
     concurrent_tokens: int | None
     sequential_tokens: int | None
     concurrent_run_id: int = 0
+    sequential_run_id: int = 0
 
 
 def mcnemar_exact(b: int, c: int) -> float:

@@ -14,7 +14,7 @@ from trajectories.exports import csv_lines
 
 from ..access import lead_study
 from ..models import AdvantageTag, Study
-from ..selectors import dashboard
+from ..selectors import bundle, dashboard
 from ..selectors.exports import EXPORT_KINDS, export
 from ..stats import charts
 
@@ -89,6 +89,16 @@ def helped_pair_tag(request: HtmxHttpRequest, study_id: int, run_id: int) -> Htt
         )
         messages.success(request, "Tagged.")
     return redirect("annotation:helped_pairs", study_id=study.pk)
+
+
+@require_GET
+def study_bundle(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """The reproducibility bundle: every table behind the dashboard, as CSV and Parquet, with the
+    study's parameters and the dashboard's own numbers (annotation/selectors/bundle.py)."""
+    study = lead_study(request.user, study_id)
+    response = HttpResponse(bundle.study_bundle(study), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-bundle.zip"'
+    return response
 
 
 @require_GET

@@ -104,3 +104,13 @@ def test_corpus_fixture_via_command():
     out = io.StringIO()
     call_command("import_trajectories", str(FIXTURES / "corpus"), stdout=out)
     assert "2 imported" in out.getvalue()
+
+
+def test_csv_exports_neutralise_spreadsheet_formulas(tmp_path, browser_client):
+    lines = simple_run('=HYPERLINK("http://evil")')
+    lines[0]["task"]["benchmark"] = "-2+3"
+    call_command("import_trajectories", str(write_jsonl(tmp_path / "r.jsonl", lines)), stdout=io.StringIO())
+    body = b"".join(browser_client.get("/trajectories/metrics.csv").streaming_content).decode()
+    row = next(csv.DictReader(io.StringIO(body)))
+    assert row["task_id"] == '\'=HYPERLINK("http://evil")' and row["benchmark"] == "'-2+3"
+    assert row["subagents_created"] == "2" and row["duration_s"] == "60.0"  # numbers stay numbers

@@ -1,0 +1,342 @@
+"""A study's reproducibility bundle: one zip from which every number on its dashboard can be
+recomputed without Parallax (docs/reproduce_study.py does, and a test runs it).
+
+Contents (docs/annotation.md lists the columns): the independent codings (each annotator's first
+submission, what agreement is computed on) and the current, possibly revised ones, marked; the final
+labels with provenance; a run × mode matrix; the pairs with both runs' outcomes; the codebook as a
+data dictionary; study.json (seed, codebook version, app version, every parameter); dashboard.json
+(the numbers Parallax shows); datapackage.json (a Frictionless descriptor of every table); each table
+as CSV and as Parquet."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from django.conf import settings
+
+from ..models import AuditEntry, FinalCoding, Study
+from ..stats.agreement import LEVELS
+from . import dashboard
+from .exports import LABEL_COLUMNS, label_rows
+
+BOOTSTRAP_RESAMPLES = 1000  # what the dashboard shows
+LABEL_DETAIL = ("rationale", "realized_consequence", "evidence", "contrast", "nearest_rejected", "rejection_reason")
+
+# table name -> (columns with their Frictionless types, description)
+TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
+    "independent_codings": (
+        (
+            ("run_id", "integer"),
+            ("pair_key", "string"),
+            ("annotator", "string"),
+            ("submitted_at", "datetime"),
+            ("no_failure", "boolean"),
+            ("category", "string"),
+            ("subcategory", "string"),
+            ("mode", "string"),
+            *((name, "string") for name in LABEL_DETAIL),
+        ),
+        "Each annotator's first submission of each run (one row per mode; a 'no failure mode' coding is one row "
+        "with an empty mode). Agreement is computed on these.",
+    ),  # fmt: skip
+    "current_codings": (
+        tuple((name, "string") for name in (*LABEL_COLUMNS, "revised")),
+        "The codings as they stand now, after any revision during discussion; revised = true where they "
+        "differ from the independent coding.",
+    ),
+    "final_labels": (
+        (
+            ("run_id", "integer"),
+            ("pair_key", "string"),
+            ("agent", "string"),
+            ("provenance", "string"),
+            ("no_failure", "boolean"),
+            ("decided_by", "string"),
+            ("category", "string"),
+            ("category_name", "string"),
+            ("subcategory", "string"),
+            ("subcategory_name", "string"),
+            ("mode", "string"),
+            ("mode_name", "string"),
+            ("rationale", "string"),
+            ("evidence", "string"),
+        ),
+        "The study's final labels, one row per mode instance (a final 'no failure mode' is one row with an "
+        "empty mode), with how each was reached.",
+    ),  # fmt: skip
+    "run_code_matrix": ((), "One row per coded run, one 0/1 column per mode of the codebook (final labels)."),
+    "pairs": (
+        (
+            ("pair_key", "string"),
+            ("agent", "string"),
+            ("benchmark", "string"),
+            ("task_id", "string"),
+            ("concurrent_run_id", "integer"),
+            ("sequential_run_id", "integer"),
+            ("concurrent_task_pass", "boolean"),
+            ("sequential_task_pass", "boolean"),
+            ("concurrent_test_pass", "number"),
+            ("sequential_test_pass", "number"),
+            ("concurrent_duration_s", "number"),
+            ("sequential_duration_s", "number"),
+            ("concurrent_tokens", "integer"),
+            ("sequential_tokens", "integer"),
+        ),
+        "Each coded concurrent run with its sequential twin (same task and agent) and both runs' outcomes.",
+    ),  # fmt: skip
+    "codebook": (
+        (
+            ("level", "string"),
+            ("key", "string"),
+            ("name", "string"),
+            ("parent", "string"),
+            ("position", "integer"),
+            ("definition", "string"),
+            ("inclusion", "string"),
+            ("exclusion", "string"),
+        ),
+        "The pinned codebook version as a data dictionary.",
+    ),  # fmt: skip
+}
+
+
+def pair_key(run) -> str:
+    return f"{run.task.benchmark.name}/{run.task.external_id}/{run.agent.name}"
+
+
+def independent_rows(study: Study) -> Iterable[dict]:
+    first: dict[int, AuditEntry] = {}
+    entries = (
+        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
+        .select_related("annotation__assignment__annotator", "annotation__assignment__run__task__benchmark")
+        .select_related("annotation__assignment__run__agent")
+        .order_by("at", "pk")
+    )
+    for entry in entries:
+        first.setdefault(entry.annotation_id, entry)
+    codes = {c.key: c for c in study.codebook.codes.select_related("parent__parent")}
+    for entry in sorted(first.values(), key=lambda e: (e.annotation.assignment.run_id, e.annotation.assignment.slot)):
+        assignment = entry.annotation.assignment
+        base = {
+            "run_id": assignment.run_id,
+            "pair_key": pair_key(assignment.run),
+            "annotator": assignment.annotator.get_username(),
+            "submitted_at": entry.at.isoformat(),
+            "no_failure": bool((entry.after or {}).get("no_failure")),
+        }
+        labels = (entry.after or {}).get("labels", [])
+        if not labels:
+            yield {**base, "mode": ""}
+        for label in labels:
+            code = codes[label["code"]]
+            yield {
+                **base,
+                "category": code.parent.parent.key,
+                "subcategory": code.parent.key,
+                "mode": code.key,
+                **{name: _text(label.get(name)) for name in LABEL_DETAIL},
+            }
+
+
+def current_rows(study: Study) -> Iterable[dict]:
+    revised = set(
+        AuditEntry.objects.filter(annotation__assignment__study=study, action="revise").values_list(
+            "annotation__assignment__run_id", "annotation__assignment__annotator__username"
+        )
+    )
+    for row in label_rows(study):
+        yield {**row, "revised": (row["run_id"], row["annotator"]) in revised}
+
+
+def final_rows(study: Study) -> Iterable[dict]:
+    finals = (
+        FinalCoding.objects.filter(study=study)
+        .select_related("run__agent", "run__task__benchmark", "decided_by")
+        .prefetch_related("labels__code__parent__parent")
+        .order_by("run_id")
+    )
+    for final in finals:
+        base = {
+            "run_id": final.run_id,
+            "pair_key": pair_key(final.run),
+            "agent": final.run.agent.name,
+            "provenance": final.provenance,
+            "no_failure": final.no_failure,
+            "decided_by": final.decided_by.get_username() if final.decided_by else "",
+        }
+        labels = sorted(final.labels.all(), key=lambda fl: fl.code.position)
+        if not labels:
+            yield {**base, "mode": ""}
+        for fl in labels:
+            code = fl.code
+            yield {
+                **base,
+                "category": code.parent.parent.key,
+                "category_name": code.parent.parent.name,
+                "subcategory": code.parent.key,
+                "subcategory_name": code.parent.name,
+                "mode": code.key,
+                "mode_name": code.name,
+                "rationale": fl.rationale,
+                "evidence": "; ".join(fl.evidence),
+            }
+
+
+def pair_rows(study: Study) -> Iterable[dict]:
+    for pair in dashboard.pair_outcomes(study=study):
+        yield {
+            "pair_key": f"{pair.benchmark}/{pair.task}/{pair.agent}",
+            "agent": pair.agent,
+            "benchmark": pair.benchmark,
+            "task_id": pair.task,
+            "concurrent_run_id": pair.concurrent_run_id,
+            "sequential_run_id": pair.sequential_run_id,
+            "concurrent_task_pass": pair.concurrent_pass,
+            "sequential_task_pass": pair.sequential_pass,
+            "concurrent_test_pass": pair.concurrent_test_pass,
+            "sequential_test_pass": pair.sequential_test_pass,
+            "concurrent_duration_s": pair.concurrent_duration,
+            "sequential_duration_s": pair.sequential_duration,
+            "concurrent_tokens": pair.concurrent_tokens,
+            "sequential_tokens": pair.sequential_tokens,
+        }
+
+
+def codebook_rows(study: Study) -> Iterable[dict]:
+    for code in study.codebook.codes.select_related("parent").order_by("position"):
+        yield {
+            "level": code.level,
+            "key": code.key,
+            "name": code.name,
+            "parent": code.parent.key if code.parent else "",
+            "position": code.position,
+            "definition": code.definition,
+            "inclusion": code.inclusion,
+            "exclusion": code.exclusion,
+        }
+
+
+def matrix(study: Study, finals: list[dict]) -> tuple[tuple[tuple[str, str], ...], list[dict]]:
+    modes = list(study.codebook.codes.filter(level="mode").order_by("position").values_list("key", flat=True))
+    columns = (("run_id", "integer"), ("pair_key", "string"), ("agent", "string"), ("provenance", "string"))
+    rows: dict[int, dict] = {}
+    for final in finals:
+        row = rows.setdefault(final["run_id"], {**{k: final[k] for k, _ in columns}, **dict.fromkeys(modes, 0)})
+        if final.get("mode"):
+            row[final["mode"]] = 1
+    return (*columns, *((mode, "integer") for mode in modes)), list(rows.values())
+
+
+def parameters(study: Study) -> dict:
+    codebook = study.codebook
+    return {
+        "study": {"id": study.pk, "name": study.name, "created_at": study.created_at.isoformat()},
+        "seed": study.seed,
+        "codebook": {"name": codebook.name, "version": codebook.version, "status": codebook.status},
+        "app": {"name": "Parallax", "version": settings.PARALLAX_VERSION},
+        "exported_at": datetime.now(UTC).isoformat(),
+        "annotators": sorted(study.annotators.values_list("username", flat=True)),
+        "adjudicator": study.adjudicator.get_username(),
+        "runs": study.runs.count(),
+        "agreement": {
+            "codings": "independent (each annotator's first submission)",
+            "levels": list(LEVELS),
+            "headline": "mean pairwise pooled Cohen's kappa at the mode level",
+            "bootstrap": {
+                "resamples": BOOTSTRAP_RESAMPLES,
+                "seed": study.seed,
+                "confidence": 0.95,
+                "unit": "runs coded at least twice",
+                "interval": "percentile",
+            },
+        },  # fmt: skip
+        "table3": "final labels: one instance per (run, mode)",
+        "rq1": "exact McNemar on paired task pass per agent, Holm's correction across agents",
+    }
+
+
+def dashboard_numbers(study: Study) -> dict:
+    """What the dashboard shows, for the script to compare its own results with."""
+    agreement = dashboard.agreement(study=study, resamples=BOOTSTRAP_RESAMPLES)
+    agreement.pop("names", None)
+    return {
+        "agreement": agreement,
+        "table3": dashboard.study_failure_modes(study=study),
+        "rq1": dashboard.study_outcomes(study=study),
+    }
+
+
+def study_bundle(study: Study) -> bytes:
+    """The bundle as zip bytes (a study's tables are small: thousands of rows)."""
+    tables = {
+        "independent_codings": list(independent_rows(study)),
+        "current_codings": list(current_rows(study)),
+        "final_labels": list(final_rows(study)),
+        "pairs": list(pair_rows(study)),
+        "codebook": list(codebook_rows(study)),
+    }
+    schemas = {name: columns for name, (columns, _) in TABLES.items()}
+    schemas["run_code_matrix"], tables["run_code_matrix"] = matrix(study, tables["final_labels"])
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for name, rows in tables.items():
+            columns = [column for column, _ in schemas[name]]
+            bundle.writestr(f"{name}.csv", _csv(rows, columns))
+            bundle.writestr(f"{name}.parquet", _parquet(rows, schemas[name]))
+        bundle.writestr("study.json", json.dumps(parameters(study), indent=2))
+        bundle.writestr("dashboard.json", json.dumps(dashboard_numbers(study), indent=2, default=str))
+        bundle.writestr("datapackage.json", json.dumps(_datapackage(study, schemas), indent=2))
+    return buffer.getvalue()
+
+
+def _text(value) -> str:
+    if isinstance(value, list):
+        return "; ".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _csv(rows: list[dict], columns: list[str]) -> str:
+    from trajectories.exports import csv_lines
+
+    return "".join(csv_lines(rows, tuple(columns)))
+
+
+def _parquet(rows: list[dict], schema: tuple[tuple[str, str], ...]) -> bytes:
+    import pandas as pd
+
+    types = {"integer": "Int64", "number": "Float64", "boolean": "boolean", "string": "string", "datetime": "string"}
+    frame = pd.DataFrame(
+        [{column: row.get(column) for column, _ in schema} for row in rows], columns=[c for c, _ in schema]
+    )
+    for column, kind in schema:
+        values = frame[column].map(lambda v: None if v == "" else v) if kind != "string" else frame[column]
+        frame[column] = values.astype(types[kind]) if kind != "string" else values.map(_text).astype("string")
+    out = io.BytesIO()
+    frame.to_parquet(out, engine="pyarrow", index=False)
+    return out.getvalue()
+
+
+def _datapackage(study: Study, schemas: dict) -> dict:
+    resources = []
+    for name, schema in schemas.items():
+        description = TABLES[name][1] if name in TABLES else ""
+        for fmt in ("csv", "parquet"):
+            resources.append(
+                {
+                    "name": f"{name.replace('_', '-')}-{fmt}",
+                    "path": f"{name}.{fmt}",
+                    "format": fmt,
+                    "description": description,
+                    "schema": {"fields": [{"name": column, "type": kind} for column, kind in schema]},
+                }
+            )
+    return {
+        "profile": "data-package",
+        "name": f"parallax-study-{study.pk}",
+        "title": f"Parallax study {study.name}",
+        "resources": resources,
+    }

@@ -1,0 +1,421 @@
+"""Recompute a Parallax study's published numbers from its reproducibility bundle alone.
+
+    python docs/reproduce_study.py study-1-bundle.zip            # prints the numbers as JSON
+    python docs/reproduce_study.py study-1-bundle.zip --check    # and compares them with dashboard.json
+
+Independent of Parallax: it reads only the bundle's CSV files and study.json, and needs Python 3.12+
+and NumPy (for the bootstrap, whose random stream is NumPy's). What it recomputes, by the definitions
+in docs/agreement.md:
+
+* agreement on the independent codings: Cohen's kappa per annotator pair and level (pooled over the
+  codes of the level, and the macro mean of per-code kappas), the mean pairwise pooled kappa (plain and
+  weighted by shared runs), the mean pairwise macro kappa, Fleiss' kappa on the pooled binary decisions,
+  and the headline (mode-level mean pairwise pooled kappa) with its percentile bootstrap CI over runs;
+* Table 3 from the final labels: instances per category, subcategory and mode, percent, and each code's
+  share of each agent system's instances;
+* RQ1 from the pairs: task pass and mean test pass per agent x benchmark, the exact McNemar test per
+  agent with Holm's correction, and the token and time ratios.
+
+`--check` exits 1 and lists every number that differs from dashboard.json by more than 1e-12.
+Krippendorff's alpha is not recomputed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+import zipfile
+from collections import Counter, defaultdict
+from itertools import combinations
+from pathlib import Path
+
+LEVELS = ("mode", "subcategory", "category")
+TOLERANCE = 1e-12
+
+
+# -- reading the bundle ---------------------------------------------------------------------------
+
+
+class Bundle:
+    def __init__(self, path: Path):
+        self.path = path
+        self.zip = zipfile.ZipFile(path) if path.is_file() else None
+
+    def text(self, name: str) -> str:
+        if self.zip is not None:
+            return self.zip.read(name).decode("utf-8")
+        return (self.path / name).read_text(encoding="utf-8")
+
+    def table(self, name: str) -> list[dict[str, str]]:
+        return list(csv.DictReader(io.StringIO(self.text(f"{name}.csv"))))
+
+    def json(self, name: str):
+        return json.loads(self.text(name))
+
+
+def boolean(value: str) -> bool | None:
+    return {"True": True, "False": False, "true": True, "false": False}.get(value)
+
+
+def number(value: str) -> float | None:
+    return None if value == "" else float(value)
+
+
+# -- agreement ----------------------------------------------------------------------------------
+
+
+def taxonomy(codebook: list[dict]) -> dict[str, tuple[str, str]]:
+    parent = {row["key"]: row["parent"] for row in codebook}
+    return {row["key"]: (parent[row["key"]], parent[parent[row["key"]]]) for row in codebook if row["level"] == "mode"}
+
+
+def universe(modes: dict, level: str) -> list[str]:
+    if level == "mode":
+        return sorted(modes)
+    return sorted({parents[0 if level == "subcategory" else 1] for parents in modes.values()})
+
+
+def lift(modes: dict, codes: frozenset, level: str) -> frozenset:
+    if level == "mode":
+        return codes
+    return frozenset(modes[code][0 if level == "subcategory" else 1] for code in codes)
+
+
+def kappa(x: list[int], y: list[int]) -> float | None:
+    """Cohen's kappa of two binary raters; None when p_e = 1 (both always say the same one value)."""
+    n = len(x)
+    if n == 0:
+        return None
+    n11 = sum(1 for a, b in zip(x, y, strict=True) if a and b)
+    n00 = sum(1 for a, b in zip(x, y, strict=True) if not a and not b)
+    pa, pb = sum(x) / n, sum(y) / n
+    p_o = (n11 + n00) / n
+    p_e = pa * pb + (1 - pa) * (1 - pb)
+    if sum(x) == sum(y) and sum(x) in (0, n):
+        return None
+    return (p_o - p_e) / (1 - p_e)
+
+
+def mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def fleiss_binary(pairs: list[tuple[int, int]]) -> float | None:
+    """Fleiss' kappa, two raters per unit, categories {0, 1}."""
+    if not pairs or len({v for pair in pairs for v in pair}) < 2:
+        return None
+    n_units, raters = len(pairs), 2
+    counts = [(2 - x - y, x + y) for x, y in pairs]
+    p_j = [sum(c[j] for c in counts) / (n_units * raters) for j in (0, 1)]
+    p_i = [(sum(c * c for c in row) - raters) / (raters * (raters - 1)) for row in counts]
+    p_bar = sum(p_i) / n_units
+    p_e = sum(p * p for p in p_j)
+    return (p_bar - p_e) / (1 - p_e)
+
+
+def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, resamples: int) -> dict:
+    annotators = sorted({a for coders in codings.values() for a in coders})
+    pairs = []
+    for a, b in combinations(annotators, 2):
+        levels = {}
+        for level in LEVELS:
+            codes = universe(modes, level)
+            shared = sorted(item for item, coders in codings.items() if a in coders and b in coders)
+            sets_a = [lift(modes, codings[item][a], level) for item in shared]
+            sets_b = [lift(modes, codings[item][b], level) for item in shared]
+            x = [int(code in s) for s in sets_a for code in codes]
+            y = [int(code in s) for s in sets_b for code in codes]
+            per_code = [kappa([int(c in s) for s in sets_a], [int(c in s) for s in sets_b]) for c in codes]
+            defined = [k for k in per_code if k is not None]
+            levels[level] = {
+                "n_shared_items": len(shared),
+                "pooled": {"kappa": kappa(x, y) if shared else None},
+                "macro": {"kappa": mean(defined) if shared else None},
+            }
+        pairs.append({"annotators": [a, b], "levels": levels})
+    overall = {}
+    doubles = [coders for coders in codings.values() if len(coders) == 2]
+    for level in LEVELS:
+        rows = [p["levels"][level] for p in pairs]
+        defined = [r for r in rows if r["pooled"]["kappa"] is not None]
+        weight = sum(r["n_shared_items"] for r in defined)
+        binary = [
+            (int(code in lift(modes, v1, level)), int(code in lift(modes, v2, level)))
+            for coders in doubles
+            for v1, v2 in [tuple(coders.values())]
+            for code in universe(modes, level)
+        ]
+        overall[level] = {
+            "mean_pairwise_pooled_kappa": mean(r["pooled"]["kappa"] for r in defined),
+            "item_weighted_mean_pairwise_pooled_kappa": (
+                sum(r["pooled"]["kappa"] * r["n_shared_items"] for r in defined) / weight if weight else None
+            ),
+            "mean_pairwise_macro_kappa": mean(r["macro"]["kappa"] for r in rows if r["n_shared_items"]),
+            "fleiss_kappa_pooled": fleiss_binary(binary),
+        }
+    return {"pairs": pairs, "overall": overall, "headline": headline(modes, codings, annotators, seed, resamples)}
+
+
+def headline(modes, codings, annotators, seed: int, resamples: int, confidence: float = 0.95) -> dict:
+    """The mode-level mean pairwise pooled kappa and its percentile bootstrap CI: resample the runs
+    coded at least twice (sorted by id as text) with replacement, `resamples` times in draws of 250
+    from numpy.random.default_rng(seed); a resample's 2x2 tables are the sums of its runs' tables."""
+    import numpy as np
+
+    codes = universe(modes, "mode")
+    pair_list = list(combinations(annotators, 2))
+    items = sorted(item for item, coders in codings.items() if len(coders) >= 2)
+    tables = np.zeros((len(items), len(pair_list), 4), dtype=np.int64)
+    present = np.zeros((len(items), len(pair_list)), dtype=np.int64)
+    for row, item in enumerate(items):
+        for col, (a, b) in enumerate(pair_list):
+            if a in codings[item] and b in codings[item]:
+                sa, sb = codings[item][a], codings[item][b]
+                n11 = len(sa & sb)
+                tables[row, col] = (n11, len(sa) - n11, len(sb) - n11, len(codes) - len(sa | sb))
+                present[row, col] = 1
+
+    def mean_kappa(totals, seen):
+        n11, n10, n01, n00 = (totals[..., k].astype(float) for k in range(4))
+        n = n11 + n10 + n01 + n00
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pa, pb = (n11 + n10) / n, (n11 + n01) / n
+            p_e = pa * pb + (1 - pa) * (1 - pb)
+            k = ((n11 + n00) / n - p_e) / (1 - p_e)
+        a1, b1 = n11 + n10, n11 + n01
+        k = np.where((n == 0) | ((a1 == b1) & ((a1 == 0) | (a1 == n))) | (seen == 0), np.nan, k)
+        defined = (~np.isnan(k)).sum(axis=-1)
+        return np.where(defined > 0, np.nansum(k, axis=-1) / np.maximum(defined, 1), np.nan)
+
+    n = len(items)
+    point = float(mean_kappa(tables.sum(axis=0), present.sum(axis=0))) if n else math.nan
+    low = high = None
+    if n and resamples:
+        rng = np.random.default_rng(seed)
+        flat = tables.reshape(n, -1)
+        estimates = []
+        for start in range(0, resamples, 250):
+            count = min(250, resamples - start)
+            draws = rng.integers(0, n, size=(count, n))
+            weights = np.zeros((count, n), dtype=np.int64)
+            np.add.at(weights, (np.repeat(np.arange(count), n), draws.ravel()), 1)
+            estimates.append(mean_kappa((weights @ flat).reshape(count, len(pair_list), 4), weights @ present))
+        values = np.sort(np.concatenate(estimates))
+        values = values[~np.isnan(values)]
+        if len(values):
+            tail = (1 - confidence) / 2
+            low = float(values[int(tail * (len(values) - 1))])
+            high = float(values[int((1 - tail) * (len(values) - 1))])
+    return {"kappa": None if math.isnan(point) else point, "ci_low": low, "ci_high": high, "n_items": n}
+
+
+# -- Table 3 -------------------------------------------------------------------------------------
+
+
+def table3(finals: list[dict], runs_total: int, agents: list[str]) -> dict:
+    instances = [row for row in finals if row["mode"]]
+    per_agent = Counter(row["agent"] for row in instances)
+    rows = {}
+    for level in ("category", "subcategory", "mode"):
+        counts = Counter(row[level] for row in instances)
+        for key, count in counts.items():
+            mine = Counter(row["agent"] for row in instances if row[level] == key)
+            rows[(level, key)] = {
+                "count": count,
+                "percent": 100.0 * count / len(instances),
+                "share_by_agent": {a: (100.0 * mine[a] / per_agent[a] if per_agent[a] else None) for a in agents},
+            }
+    return {
+        "rows": rows,
+        "instances": len(instances),
+        "runs_with_mode": len({row["run_id"] for row in instances}),
+        "runs_total": runs_total,
+    }
+
+
+# -- RQ1 -----------------------------------------------------------------------------------------
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar: twice the smaller binomial tail of Bin(b + c, 1/2), at most 1."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def holm(p: dict[str, float]) -> dict[str, float]:
+    order = sorted(p, key=lambda name: p[name])
+    adjusted, running = {}, 0.0
+    for rank, name in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p[name]))
+        adjusted[name] = running
+    return adjusted
+
+
+def rq1(pairs: list[dict]) -> dict:
+    cells = {}
+    by_cell = defaultdict(list)
+    for pair in pairs:
+        by_cell[(pair["agent"], pair["benchmark"])].append(pair)
+    for (agent, benchmark), group in by_cell.items():
+        cells[(agent, benchmark)] = {
+            "pairs": len(group),
+            "concurrent_task_pass": mean(passes(group, "concurrent")),
+            "sequential_task_pass": mean(passes(group, "sequential")),
+            "concurrent_test_pass": mean(p["concurrent_test_pass"] for p in group),
+            "sequential_test_pass": mean(p["sequential_test_pass"] for p in group),
+        }  # fmt: skip
+    agents = {}
+    for agent in sorted({p["agent"] for p in pairs}):
+        group = [p for p in pairs if p["agent"] == agent]
+        known = [p for p in group if p["concurrent_task_pass"] is not None and p["sequential_task_pass"] is not None]
+        b = sum(1 for p in known if p["concurrent_task_pass"] and not p["sequential_task_pass"])
+        c = sum(1 for p in known if p["sequential_task_pass"] and not p["concurrent_task_pass"])
+        agents[agent] = {
+            "pairs": len(group),
+            "concurrent_only_pass": b,
+            "sequential_only_pass": c,
+            "mcnemar_p": mcnemar_exact(b, c),
+            "token_ratio": ratio([(p["concurrent_tokens"], p["sequential_tokens"]) for p in group]),
+            "time_ratio": ratio([(p["concurrent_duration_s"], p["sequential_duration_s"]) for p in group]),
+        }
+    for agent, p in holm({a: row["mcnemar_p"] for a, row in agents.items()}).items():
+        agents[agent]["mcnemar_p_holm"] = p
+    return {"cells": cells, "agents": agents}
+
+
+def passes(group: list[dict], side: str) -> list[float]:
+    return [float(p[f"{side}_task_pass"]) for p in group if p[f"{side}_task_pass"] is not None]
+
+
+def ratio(values) -> float | None:
+    known = [(c, s) for c, s in values if c is not None and s is not None]
+    total = sum(s for _, s in known)
+    return sum(c for c, _ in known) / total if known and total else None
+
+
+# -- the whole study, and the check ---------------------------------------------------------------
+
+
+def reproduce(bundle: Bundle) -> dict:
+    study = bundle.json("study.json")
+    modes = taxonomy(bundle.table("codebook"))
+    codings: dict[str, dict[str, frozenset]] = defaultdict(dict)
+    for row in bundle.table("independent_codings"):
+        current = codings[row["run_id"]].get(row["annotator"], frozenset())
+        codings[row["run_id"]][row["annotator"]] = current | ({row["mode"]} if row["mode"] else set())
+    boot = study["agreement"]["bootstrap"]
+    pairs = [
+        {
+            **row,
+            **{f"{side}_task_pass": boolean(row[f"{side}_task_pass"]) for side in ("concurrent", "sequential")},
+            **{f"{side}_{name}": number(row[f"{side}_{name}"]) for side in ("concurrent", "sequential")
+               for name in ("test_pass", "duration_s", "tokens")},
+        }
+        for row in bundle.table("pairs")
+    ]  # fmt: skip
+    finals = bundle.table("final_labels")
+    agents = sorted({row["agent"] for row in pairs} | {row["agent"] for row in finals})
+    return {
+        "agreement": agreement(modes, codings, boot["seed"], boot["resamples"]),
+        "table3": table3(finals, study["runs"], agents),
+        "rq1": rq1(pairs),
+    }
+
+
+def differences(mine: dict, shown: dict) -> list[str]:
+    """Every recomputed number against the dashboard's, by name."""
+    out: list[str] = []
+
+    def same(name: str, a, b) -> None:
+        if a is None or b is None:
+            if a is not b:
+                out.append(f"{name}: recomputed {a!r}, dashboard {b!r}")
+        elif abs(float(a) - float(b)) > TOLERANCE:
+            out.append(f"{name}: recomputed {a!r}, dashboard {b!r}")
+
+    ag, shown_ag = mine["agreement"], shown["agreement"]
+    shown_pairs = {tuple(p["annotators"]): p for p in shown_ag["pairs"]}
+    if len(shown_pairs) != len(ag["pairs"]):
+        out.append(f"annotator pairs: recomputed {len(ag['pairs'])}, dashboard {len(shown_pairs)}")
+    for pair in ag["pairs"]:
+        other = shown_pairs.get(tuple(pair["annotators"]))
+        for level, data in pair["levels"].items():
+            name = f"kappa {'/'.join(pair['annotators'])} {level}"
+            if other is None:
+                out.append(f"{name}: not on the dashboard")
+                continue
+            theirs = other["levels"][level]
+            same(f"{name} shared runs", data["n_shared_items"], theirs["n_shared_items"])
+            same(f"{name} pooled", data["pooled"]["kappa"], theirs["pooled"]["kappa"])
+            same(f"{name} macro", data["macro"]["kappa"], theirs["macro"]["kappa"])
+    for level, data in ag["overall"].items():
+        for key, value in data.items():
+            same(f"overall {level} {key}", value, shown_ag["overall"][level][key])
+    for key in ("kappa", "ci_low", "ci_high", "n_items"):
+        same(f"headline {key}", ag["headline"][key], shown_ag["headline"][key])
+
+    t3, shown_t3 = mine["table3"], shown["table3"]
+    for key in ("instances", "runs_with_mode", "runs_total"):
+        same(f"table3 {key}", t3[key], shown_t3[key])
+    shown_rows = {(row["level"], row["key"]): row for row in shown_t3["rows"]}
+    if set(shown_rows) != set(t3["rows"]):
+        out.append(f"table3 rows: recomputed {sorted(t3['rows'])}, dashboard {sorted(shown_rows)}")
+    for key, row in t3["rows"].items():
+        theirs = shown_rows.get(key)
+        if theirs is None:
+            continue
+        same(f"table3 {key} count", row["count"], theirs["count"])
+        same(f"table3 {key} percent", row["percent"], theirs["percent"])
+        for agent, share in row["share_by_agent"].items():
+            same(f"table3 {key} share {agent}", share, theirs["share_by_agent"].get(agent))
+
+    q, shown_q = mine["rq1"], shown["rq1"]
+    shown_cells = {(c["agent"], c["benchmark"]): c for c in shown_q["cells"]}
+    if set(shown_cells) != set(q["cells"]):
+        out.append(f"rq1 cells: recomputed {sorted(q['cells'])}, dashboard {sorted(shown_cells)}")
+    for key, cell in q["cells"].items():
+        for name, value in cell.items():
+            same(f"rq1 {key} {name}", value, shown_cells.get(key, {}).get(name))
+    for agent, row in q["agents"].items():
+        for name, value in row.items():
+            same(f"rq1 {agent} {name}", value, shown_q["agents"].get(agent, {}).get(name))
+    return out
+
+
+def plain(value):
+    """JSON-ready: tuple keys joined with ' / '."""
+    if isinstance(value, dict):
+        return {(" / ".join(k) if isinstance(k, tuple) else k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bundle", type=Path, help="the study's bundle: the zip, or the folder it was unpacked to")
+    parser.add_argument("--check", action="store_true", help="compare with dashboard.json; exit 1 on a difference")
+    args = parser.parse_args(argv)
+    bundle = Bundle(args.bundle)
+    mine = reproduce(bundle)
+    if not args.check:
+        print(json.dumps(plain(mine), indent=2))  # noqa: T201 - a script
+        return 0
+    problems = differences(mine, bundle.json("dashboard.json"))
+    for problem in problems:
+        print(problem)  # noqa: T201
+    print(f"{'OK' if not problems else 'DIFFERENT'}: every recomputed number "  # noqa: T201
+          f"{'equals' if not problems else 'does not equal'} the dashboard's (tolerance {TOLERANCE})")  # fmt: skip
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

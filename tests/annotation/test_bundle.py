@@ -1,0 +1,105 @@
+"""The reproducibility bundle: from it alone, docs/reproduce_study.py (which imports nothing of
+Parallax) recomputes the dashboard's kappa table, bootstrap CI, Table 3 and RQ1 to 1e-12."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from django.core.management import call_command
+
+from annotation.models import Assignment
+from annotation.selectors.queue import annotation_for
+from annotation.services.coding import LabelInput, annotation_revise
+from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
+from tests.conftest import client_for, mode_code
+
+pytestmark = pytest.mark.django_db
+SCRIPT = Path(__file__).resolve().parents[2] / "docs" / "reproduce_study.py"
+
+
+def reproduce(bundle: Path, *args: str) -> subprocess.CompletedProcess:
+    # -I: isolated mode, so the script cannot import Parallax even by accident (no cwd on sys.path)
+    return subprocess.run([sys.executable, "-I", str(SCRIPT), str(bundle), *args], capture_output=True, text=True)
+
+
+def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_path, codebook):  # noqa: F811
+    study = coded_study
+    study.seed = 11
+    study.save(update_fields=["seed"])
+    # A revision during discussion: the current coding changes, the independent one (kappa's input) does not.
+    from annotation.models import Discussion
+
+    discussion = Discussion.objects.filter(status="open").order_by("pk").first()
+    assignment = Assignment.objects.filter(study=study, run=discussion.run).order_by("slot").first()
+    annotation = annotation_for(assignment=assignment)
+    stale = mode_code(codebook, "stale-handoff")
+    annotation_revise(discussion=discussion, annotation=annotation, actor=assignment.annotator,
+                      version=annotation.version, no_failure=False, notes="",
+                      labels=[LabelInput(code_id=stale.pk, rationale="=HYPERLINK(\"http://x\")")])  # fmt: skip
+    bundle = tmp_path / "bundle.zip"
+    call_command("export_study", str(study.pk), "--out", str(bundle), stdout=io.StringIO())
+
+    checked = reproduce(bundle, "--check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.strip().endswith("equals the dashboard's (tolerance 1e-12)")
+    printed = json.loads(reproduce(bundle).stdout)
+    shown = json.loads(zipfile.ZipFile(bundle).read("dashboard.json"))
+    assert printed["agreement"]["headline"]["ci_low"] == shown["agreement"]["headline"]["ci_low"]
+    assert shown["agreement"]["headline"]["seed"] == 11 and shown["agreement"]["headline"]["n_resamples"] == 1000
+
+    with zipfile.ZipFile(bundle) as z:
+        names = set(z.namelist())
+        package = json.loads(z.read("datapackage.json"))
+        current = list(csv.DictReader(io.StringIO(z.read("current_codings.csv").decode())))
+        independent = list(csv.DictReader(io.StringIO(z.read("independent_codings.csv").decode())))
+        for resource in package["resources"]:
+            assert resource["path"] in names
+            if resource["format"] == "parquet":
+                frame = pd.read_parquet(io.BytesIO(z.read(resource["path"])))
+                rows = list(csv.DictReader(io.StringIO(z.read(resource["path"].replace(".parquet", ".csv")).decode())))
+                assert list(frame.columns) == [f["name"] for f in resource["schema"]["fields"]]
+                assert len(frame) == len(rows)
+    assert {"study.json", "dashboard.json", "run_code_matrix.csv", "codebook.csv", "pairs.csv"} <= names
+    mine = [
+        r for r in current if r["annotator"] == assignment.annotator.username and r["run_id"] == str(discussion.run_id)
+    ]
+    assert [r["revised"] for r in mine] == ["True"] and mine[0]["mode"] == "stale-handoff"
+    first = [
+        r
+        for r in independent
+        if r["annotator"] == assignment.annotator.username and r["run_id"] == str(discussion.run_id)
+    ]
+    assert [r["mode"] for r in first] == ["lossy-handoff"]  # the first submission, unchanged
+    assert mine[0]["rationale"].startswith("'=HYPERLINK")  # a spreadsheet will not run it
+    params = json.loads(zipfile.ZipFile(bundle).read("study.json"))
+    assert params["seed"] == 11 and params["codebook"]["version"] == study.codebook.version
+
+
+def test_the_check_fails_when_the_data_do_not_give_the_dashboards_numbers(coded_study, tmp_path):  # noqa: F811
+    bundle = tmp_path / "bundle"
+    call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
+    zipfile.ZipFile(tmp_path / "b.zip").extractall(bundle)
+    codings = (bundle / "independent_codings.csv").read_text()
+    (bundle / "independent_codings.csv").write_text(codings.replace("stale-handoff", "lossy-handoff", 1))
+    finals = (bundle / "final_labels.csv").read_text().splitlines()
+    (bundle / "final_labels.csv").write_text("\n".join(finals[:-1]) + "\n")
+    checked = reproduce(bundle, "--check")
+    assert checked.returncode == 1
+    assert "kappa" in checked.stdout and "table3" in checked.stdout and "DIFFERENT" in checked.stdout
+
+
+def test_the_bundle_is_for_the_studys_lead_only(coded_study, trio, adjudicator, admin_user):  # noqa: F811
+    url = f"/annotate/studies/{coded_study.pk}/bundle.zip"
+    assert client_for(trio[0]).get(url).status_code == 403
+    response = client_for(adjudicator).get(url)
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    assert zipfile.ZipFile(io.BytesIO(response.content)).testzip() is None
+    assert client_for(admin_user).get(url).status_code == 200
