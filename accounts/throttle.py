@@ -1,4 +1,8 @@
-"""Failed-login throttling (per username + address, and per address), kept in the cache."""
+"""Failed-login throttling (per username + address, and per address), kept in the cache.
+
+One throttle for every login path: the authentication backend (accounts/backends.py) refuses a
+locked username or address whoever asks — the login page, the admin, a script calling
+`authenticate()` — and Django's login signals count failures and successes (accounts/apps.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +12,17 @@ from django.http import HttpRequest
 
 
 def client_address(request: HttpRequest) -> str:
-    """The client's address; behind a trusted reverse proxy, the first X-Forwarded-For entry."""
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    if settings.PARALLAX_TRUST_X_FORWARDED_FOR and forwarded:
-        return forwarded.split(",")[0].strip()
-    return request.META.get("REMOTE_ADDR", "?")
+    """The client's address. Behind N trusted reverse proxies (PARALLAX_TRUSTED_PROXIES), the address
+    the outermost trusted proxy saw: the N-th X-Forwarded-For entry from the right, counting the
+    connecting proxy (REMOTE_ADDR) as the last hop. Entries left of it are the client's own claims
+    and never used: a client cannot pick its address by sending X-Forwarded-For."""
+    remote = request.META.get("REMOTE_ADDR", "?")
+    trusted = settings.PARALLAX_TRUSTED_PROXIES
+    if trusted <= 0:
+        return remote
+    hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    hops.append(remote)
+    return hops[-(trusted + 1)] if len(hops) > trusted else hops[0]
 
 
 def _keys(request: HttpRequest, username: str) -> tuple[str, str]:

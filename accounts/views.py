@@ -18,10 +18,4 @@ class LoginView(auth_views.LoginView):
             return self.render_to_response(context, status=429)
         return super().post(request, *args, **kwargs)
 
-    def form_invalid(self, form):
-        throttle.record_failure(self.request, self.request.POST.get("username", ""))
-        return super().form_invalid(form)
-
-    def form_valid(self, form):
-        throttle.record_success(self.request, self.request.POST.get("username", ""))
-        return super().form_valid(form)
+    # Failures and successes are counted by the login signals (accounts/apps.py), for every path.

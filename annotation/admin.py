@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from taxonomy.models import Codebook
+
 from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, PilotRound, Study
 
 
@@ -10,6 +12,15 @@ class StudyAdmin(admin.ModelAdmin):
     list_display = ["name", "codebook", "adjudicator", "created_at"]
     filter_horizontal = ["annotators"]
     raw_id_fields = ["runs"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # A study's codebook is pinned when it is created, and only a frozen version can be.
+        return ["codebook"] if obj is not None else []
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "codebook":
+            kwargs["queryset"] = Codebook.objects.filter(status=Codebook.Status.FROZEN)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -36,7 +36,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
 class LabelSerializer(serializers.ModelSerializer):
     code = serializers.SlugRelatedField(slug_field="key", read_only=True)
-    nearest_rejected = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    nearest_rejected = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
 
     class Meta:
         model = Label
@@ -47,6 +47,9 @@ class LabelSerializer(serializers.ModelSerializer):
 class AnnotationSerializer(serializers.ModelSerializer):
     assignment = serializers.IntegerField(source="assignment_id", read_only=True)
     labels = serializers.SerializerMethodField()
+    # An annotation that was never saved has neither; a draft has no submission time.
+    updated_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    submitted_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
     class Meta:
         model = Annotation

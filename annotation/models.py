@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from taxonomy.models import Code, Codebook
+from taxonomy.models import Code, Codebook, FrozenCodebookError
 from trajectories.models import Run
 
 User = settings.AUTH_USER_MODEL
@@ -35,6 +35,16 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        # Pinned means pinned: a study codes against one frozen codebook version, from its creation on.
+        if not Codebook.objects.filter(pk=self.codebook_id, status=Codebook.Status.FROZEN).exists():
+            raise FrozenCodebookError(f"{self.name}: a study pins a frozen codebook version, not a draft")
+        if self.pk is not None:
+            pinned = Study.objects.filter(pk=self.pk).values_list("codebook_id", flat=True).first()
+            if pinned is not None and pinned != self.codebook_id:
+                raise FrozenCodebookError(f"{self.name}: its codebook is pinned; create a new study to use another")
+        super().save(*args, **kwargs)
 
 
 class Assignment(models.Model):

@@ -153,8 +153,11 @@ if TESTING:
 PARALLAX_LOGIN_FAILURES_PER_USER = env_int("PARALLAX_LOGIN_FAILURES_PER_USER", 5)
 PARALLAX_LOGIN_FAILURES_PER_ADDRESS = env_int("PARALLAX_LOGIN_FAILURES_PER_ADDRESS", 30)
 PARALLAX_LOGIN_LOCKOUT_SECONDS = env_int("PARALLAX_LOGIN_LOCKOUT_SECONDS", 15 * 60)
-# Only behind a reverse proxy that sets X-Forwarded-For (otherwise clients could forge it).
-PARALLAX_TRUST_X_FORWARDED_FOR = env_bool("PARALLAX_TRUST_X_FORWARDED_FOR", False)
+# How many reverse proxies in front of Parallax append to X-Forwarded-For (0: none, use the
+# connecting address). The throttle keys on the address the outermost of them saw; anything a client
+# puts in the header itself is ignored. PARALLAX_TRUST_X_FORWARDED_FOR=1 is the older spelling of 1.
+PARALLAX_TRUSTED_PROXIES = env_int("PARALLAX_TRUSTED_PROXIES", int(env_bool("PARALLAX_TRUST_X_FORWARDED_FOR", False)))
+AUTHENTICATION_BACKENDS = ["accounts.backends.ThrottledModelBackend"]
 CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}
@@ -230,6 +233,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
+    # JSON only; the browsable HTML API only in development (and the tests see production's API).
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        *(["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG and not TESTING else []),
+    ],
 }
 PARALLAX_VERSION = "0.1.0"  # written into every study bundle (annotation/selectors/bundle.py)
 SPECTACULAR_SETTINGS = {

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
@@ -16,6 +17,12 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="trajectories:run_list"), name="home"),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # One login page (with its throttle) for the app and the admin.
+    path(
+        "admin/login/",
+        login_not_required(RedirectView.as_view(pattern_name="login", query_string=True)),
+        name="admin-login",
+    ),
     path("admin/", admin.site.urls),
     path("trajectories/", include("trajectories.urls")),
     path("annotate/", include("annotation.urls")),
@@ -32,3 +39,5 @@ urlpatterns = [
     ),
     path("healthz", views.healthz, name="healthz"),
 ]
+
+handler404 = "config.views.not_found"

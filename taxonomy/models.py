@@ -43,6 +43,18 @@ class Codebook(models.Model):
     def is_frozen(self) -> bool:
         return self.status == self.Status.FROZEN
 
+    def save(self, *args, **kwargs) -> None:
+        # Frozen means frozen, whoever writes (services, admin, a shell): only the freeze itself, a
+        # draft becoming frozen, is a write to a codebook that ends frozen.
+        if self.pk is not None and Codebook.objects.filter(pk=self.pk, status=self.Status.FROZEN).exists():
+            raise FrozenCodebookError(f"{self} is frozen; make a new version to change it")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if Codebook.objects.filter(pk=self.pk, status=self.Status.FROZEN).exists():
+            raise FrozenCodebookError(f"{self} is frozen: a published codebook is never deleted")
+        return super().delete(*args, **kwargs)
+
 
 class Code(models.Model):
     class Level(models.TextChoices):
@@ -81,6 +93,11 @@ class Code(models.Model):
         if Codebook.objects.filter(pk=self.codebook_id, status=Codebook.Status.FROZEN).exists():
             raise FrozenCodebookError(f"{self.codebook} is frozen; make a new version to change it")
         super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if Codebook.objects.filter(pk=self.codebook_id, status=Codebook.Status.FROZEN).exists():
+            raise FrozenCodebookError(f"{self.codebook} is frozen; its codes are never deleted")
+        return super().delete(*args, **kwargs)
 
 
 class FrozenCodebookError(Exception):

@@ -25,6 +25,7 @@ ROLES = ("anon", "own", "other", "adjudicator", "admin")
 EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "": ((302, 302, 302, 302, 302), (302, 302, 302, 302, 302)),
     "accounts/login/": ((200, 200, 200, 200, 200), (200, 200, 200, 200, 200)),
+    "admin/login/": ((302, 302, 302, 302, 302), (302, 302, 302, 302, 302)),  # to the one login page
     "accounts/logout/": ((302, 405, 405, 405, 405), (302, 302, 302, 302, 302)),
     "trajectories/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "trajectories/runs/<int:run_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),

@@ -4,6 +4,7 @@ side, an annotator's discussions and the adjudicator's queue."""
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Exists, OuterRef
 
 from accounts.roles import is_admin
 
@@ -63,10 +64,11 @@ def codings_compare(*, discussion) -> dict:
 
 
 def my_discussions(*, user: AbstractBaseUser):
-    runs = Assignment.objects.filter(annotator=user).values("run_id")
+    """The discussions of runs the user coded *in that discussion's study*: a run the user still has
+    to code in another study stays blind."""
+    mine = Assignment.objects.filter(annotator=user, study=OuterRef("study"), run=OuterRef("run"))
     return (
-        Discussion.objects.filter(run_id__in=runs, study__assignments__annotator=user)
-        .distinct()
+        Discussion.objects.filter(Exists(mine))
         .select_related("study", "run__task__benchmark", "run__agent")
         .order_by("status", "agreement")
     )

@@ -172,3 +172,22 @@ def test_simulate_codings_demo_command(study):
     call_command("simulate_codings", str(study.pk), "--fraction", "1", "--agree", "0.5", "--seed", "3", stdout=out)
     assert "[demo] submitted 12 synthetic codings on 6 runs" in out.getvalue()
     assert FinalCoding.objects.count() + Discussion.objects.count() == 6
+
+
+def test_a_discussion_stays_blind_to_a_coder_of_the_same_run_in_another_study(study, codebook, trio, adjudicator):
+    """Study S discusses run R between two of its coders; the third coder of S is assigned R in study T
+    and has yet to code it there: no list, page, fragment or count of theirs shows S's discussion."""
+    from annotation.services.studies import assignment_add, study_create
+    from tests.conftest import submit_disagreement
+
+    run = study.runs.order_by("pk").first()
+    outsider = next(u for u in trio if not Assignment.objects.filter(study=study, run=run, annotator=u).exists())
+    discussion = submit_disagreement(study, run.pk, codebook)
+    other = study_create(name="T", codebook=codebook, annotators=trio, adjudicator=adjudicator, run_ids=[run.pk])
+    assignment_add(study=other, run=run, annotator=outsider)
+    client = client_for(outsider)
+    listing = client.get("/annotate/discussions/").content.decode()
+    assert f"/annotate/discussions/{discussion.pk}/" not in listing and run.task.external_id not in listing
+    assert client.get(f"/annotate/discussions/{discussion.pk}/").status_code == 404
+    queue = client.get("/annotate/").content.decode()
+    assert f"/annotate/discussions/{discussion.pk}/" not in queue

@@ -66,7 +66,9 @@ def test_csv_round_trip_is_identical(codebook):
     assert lines[0] == "key,level,parent_key,path,name,definition,inclusion,exclusion,example,codebook,version"
     assert len(lines) == 1 + 4 + 13 + 32
     assert "Shared State and Merge Problems > Concurrent Writes > Final-Tree Overwrite" in text
-    codebook.delete()
+    from taxonomy.models import Codebook
+
+    Codebook.objects.filter(pk=codebook.pk).delete()  # a fresh database, for the test (the app never deletes it)
     again = codebook_import_csv(text=text)
     assert codebook_csv(again) == text
 
@@ -137,3 +139,39 @@ def test_codebook_csv_upload_page(admin_client_, annotator_client, codebook):
     good = SimpleUploadedFile("cb.csv", codebook_csv(codebook).encode())
     response = admin_client_.post("/codebooks/import/", {"file": good, "name": "Copy"})
     assert response.status_code == 302 and Codebook.objects.get(name="Copy").codes.count() == 49
+
+
+def test_frozen_means_frozen_in_the_admin_and_the_models(admin_user, codebook, trio, adjudicator):
+    """A frozen codebook cannot be edited or deleted through the admin or the models, and a study
+    cannot be pinned to a draft or re-pinned."""
+    from annotation.models import Study
+    from annotation.services.studies import study_create
+    from taxonomy.models import Code, FrozenCodebookError
+    from taxonomy.services import codebook_new_version
+    from tests.conftest import client_for
+
+    assert codebook.is_frozen
+    client = client_for(admin_user)
+    admin_user.is_staff = admin_user.is_superuser = True
+    admin_user.save()
+    change = f"/admin/taxonomy/codebook/{codebook.pk}/change/"
+    posted = client.post(change, {"name": "renamed", "version": 99, "description": "x"})
+    assert posted.status_code == 403
+    assert client.post(f"/admin/taxonomy/codebook/{codebook.pk}/delete/", {"post": "yes"}).status_code == 403
+    code = codebook.codes.first()
+    assert client.post(f"/admin/taxonomy/code/{code.pk}/delete/", {"post": "yes"}).status_code == 403
+    codebook.refresh_from_db()
+    assert codebook.name != "renamed" and codebook.codes.count() == 49
+    for write in (lambda: codebook.save(), lambda: codebook.delete(), lambda: code.delete()):
+        with pytest.raises(FrozenCodebookError):
+            write()
+    draft = codebook_new_version(codebook=codebook, user=admin_user)
+    study = study_create(name="S", codebook=codebook, annotators=trio, adjudicator=adjudicator)
+    study.codebook = draft
+    with pytest.raises(FrozenCodebookError, match="a draft"):
+        study.save()
+    with pytest.raises(FrozenCodebookError, match="a draft"):
+        Study.objects.create(name="T", codebook=draft, adjudicator=adjudicator)
+    form = client.get(f"/admin/annotation/study/{study.pk}/change/").content.decode()
+    assert 'name="codebook"' not in form  # shown, not editable
+    assert Code.objects.filter(codebook=codebook).count() == 49
