@@ -39,10 +39,6 @@ class Codebook(models.Model):
     def __str__(self) -> str:
         return f"{self.name} v{self.version} ({self.status})"
 
-    @property
-    def is_frozen(self) -> bool:
-        return self.status == self.Status.FROZEN
-
     def save(self, *args, **kwargs) -> None:
         # Frozen means frozen, whoever writes (services, admin, a shell): only the freeze itself, a
         # draft becoming frozen, is a write to a codebook that ends frozen.
@@ -54,6 +50,10 @@ class Codebook(models.Model):
         if Codebook.objects.filter(pk=self.pk, status=self.Status.FROZEN).exists():
             raise FrozenCodebookError(f"{self} is frozen: a published codebook is never deleted")
         return super().delete(*args, **kwargs)
+
+    @property
+    def is_frozen(self) -> bool:
+        return self.status == self.Status.FROZEN
 
 
 class Code(models.Model):
