@@ -197,4 +197,4 @@ class ImportDetailAPI(generics.RetrieveAPIView):
     def get_object(self):
         if not is_admin(self.request.user):
             raise PermissionDenied("Only admins can see import batches.")
-        return super().get_object()
+        return services.import_batch_mark_stalled(batch=super().get_object())

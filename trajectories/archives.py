@@ -1,8 +1,10 @@
 """Safe unpacking of uploaded bundles (.zip, .tar, .tar.gz/.tgz).
 
 Every member is checked *before* anything is written: no absolute paths, no `..`, no
-links or devices, at most N entries, at most B uncompressed bytes in total, and no member
-whose compression ratio betrays a zip bomb. Extraction then re-checks actual sizes.
+links or devices, at most N entries, at most B uncompressed bytes in total, and no compression
+ratio that betrays a bomb — per large member, and for the archive as a whole (many small members
+each under the per-member check add up). Extraction then re-checks actual sizes. A `.tar.gz` is
+checked while its headers stream past, so a bomb is refused before it is unpacked.
 """
 
 from __future__ import annotations
@@ -40,12 +42,21 @@ def _check_name(name: str, archive: str) -> PurePosixPath:
     return pure
 
 
-def _check_totals(count: int, total: int, limits: ArchiveLimits, archive: str) -> None:
+RATIO_FROM = 16 * 1024 * 1024  # an archive that unpacks to less is not checked for its ratio
+
+
+def _check_totals(count: int, total: int, limits: ArchiveLimits, archive: str, packed: int) -> None:
     if count > limits.max_entries:
         raise FormatError(f"archive has more than {limits.max_entries} entries", file=archive)
     if total > limits.max_total_bytes:
         raise FormatError(
             f"archive would unpack to more than {limits.max_total_bytes:,} bytes (limit); refusing", file=archive
+        )
+    if total > RATIO_FROM and total > limits.max_ratio * max(packed, 1):
+        raise FormatError(
+            f"archive would expand more than {limits.max_ratio}x ({packed:,} bytes to at least {total:,}; "
+            "a bomb?); refusing",
+            file=archive,
         )
 
 
@@ -81,7 +92,7 @@ def _extract_zip(archive: Path, dest: Path, limits: ArchiveLimits) -> None:
                     file=name,
                 )
             total += info.file_size
-            _check_totals(count, total, limits, name)
+            _check_totals(count, total, limits, name, archive.stat().st_size)
         for info in infos:
             target = dest / _check_name(info.filename, name)
             if info.is_dir():
@@ -116,7 +127,7 @@ def _extract_tar(archive: Path, dest: Path, limits: ArchiveLimits) -> None:
                 if not (member.isfile() or member.isdir()):
                     raise FormatError(f"archive entry is a device or special file: {member.name!r}", file=name)
                 total += member.size
-                _check_totals(count, total, limits, name)
+                _check_totals(count, total, limits, name, archive.stat().st_size)
                 members.append(member)
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise FormatError(f"archive is damaged ({exc})", file=name) from exc

@@ -60,6 +60,7 @@ class ImportBatch(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    progressed_at = models.DateTimeField(null=True, blank=True, help_text="Last progress written while running.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     source_name = models.CharField(max_length=255, blank=True, default="", help_text="Uploaded file or paths.")
     upload_path = models.CharField(max_length=500, blank=True, default="")

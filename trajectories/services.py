@@ -232,13 +232,39 @@ def import_batch_create(*, upload, user, fmt: str = "auto") -> ImportBatch:
     return batch
 
 
+def import_batch_mark_stalled(*, batch: ImportBatch) -> ImportBatch:
+    """A batch that says "running" but has written no progress for PARALLAX_IMPORT_STALL_SECONDS was
+    left by a worker that died: it is marked failed, saying so (runs reported as stored are kept)."""
+    limit = settings.PARALLAX_IMPORT_STALL_SECONDS
+    last = batch.progressed_at or batch.created_at
+    if batch.status != ImportBatch.Status.RUNNING or (timezone.now() - last).total_seconds() < limit:
+        return batch
+    message = (
+        f"the import stopped after {batch.processed} of {batch.total} runs: no progress for {limit // 60} minutes "
+        "(its worker was stopped or crashed). Runs listed as imported are stored; upload the file again to "
+        "import the rest (runs already stored are recognised and skipped)."
+    )
+    ImportBatch.objects.filter(pk=batch.pk, status=ImportBatch.Status.RUNNING).update(
+        status=ImportBatch.Status.FAILED, error=message, finished_at=timezone.now()
+    )
+    batch.refresh_from_db()
+    return batch
+
+
 def import_batch_run(*, batch_id: int) -> ImportBatch:
     """Run (or resume) a batch. Idempotent: runs already stored come back as duplicates."""
     batch = ImportBatch.objects.get(pk=batch_id)
     if batch.is_finished:
         return batch
     ImportBatch.objects.filter(pk=batch.pk).update(
-        status=ImportBatch.Status.RUNNING, processed=0, imported=0, duplicates=0, failed=0, events=0, report=[]
+        status=ImportBatch.Status.RUNNING,
+        progressed_at=timezone.now(),
+        processed=0,
+        imported=0,
+        duplicates=0,
+        failed=0,
+        events=0,
+        report=[],
     )
     counts: Counter[str] = Counter()
     last_update = -PROGRESS_SECONDS
@@ -255,6 +281,7 @@ def import_batch_run(*, batch_id: int) -> ImportBatch:
             return
         last_update = now
         ImportBatch.objects.filter(pk=batch.pk).update(
+            progressed_at=timezone.now(),
             processed=index,
             imported=counts["imported"],
             duplicates=counts["duplicate"],

@@ -201,6 +201,6 @@ def batch_url(batch: ImportBatch) -> str:
 def import_detail(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
     if not is_admin(request.user):
         raise PermissionDenied("Only admins can see import batches.")
-    batch = get_object_or_404(ImportBatch, pk=batch_id)
+    batch = services.import_batch_mark_stalled(batch=get_object_or_404(ImportBatch, pk=batch_id))
     template = "trajectories/import_detail.html#progress" if request.htmx else "trajectories/import_detail.html"
     return render(request, template, {"batch": batch})

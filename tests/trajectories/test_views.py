@@ -252,3 +252,23 @@ def test_a_batch_writes_its_progress_every_half_second_not_per_run(admin_user, t
     # (the file no format recognises is reported by discovery, not counted among the runs)
     assert (batch.status, batch.total, batch.processed, batch.imported, batch.failed) == ("done", 30, 30, 30, 1)
     assert batch.events == sum(run.n_events for run in Run.objects.all())
+
+
+def test_a_batch_left_running_by_a_dead_worker_is_shown_as_failed(admin_client_, admin_user, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.PARALLAX_IMPORT_STALL_SECONDS = 600
+    fresh = ImportBatch.objects.create(created_by=admin_user, status="running", total=3, processed=1,
+                                       progressed_at=timezone.now() - timedelta(seconds=30))  # fmt: skip
+    stalled = ImportBatch.objects.create(created_by=admin_user, status="running", total=3, processed=1,
+                                         progressed_at=timezone.now() - timedelta(hours=1))  # fmt: skip
+    page = admin_client_.get(reverse("trajectories:import_detail", args=[fresh.pk]), **HTMX).content.decode()
+    assert "every 1s" in page  # still running, still polled
+    page = admin_client_.get(reverse("trajectories:import_detail", args=[stalled.pk]), **HTMX).content.decode()
+    stalled.refresh_from_db()
+    assert stalled.status == "failed" and "every 1s" not in page
+    assert "the import stopped after 1 of 3 runs: no progress for 10 minutes" in page
+    api = admin_client_.get(f"/api/imports/{fresh.pk}/").json()
+    assert api["status"] == "running"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,19 +19,69 @@ from .records import FormatError
 MAX_EVENT_TEXT = 20_000
 
 
+def _limit(name: str, default: int) -> int:
+    from django.conf import settings
+
+    return int(getattr(settings, name, default))
+
+
+class _Bounded(io.RawIOBase):
+    """The decompressed bytes of a `.gz` file, refused as they stream past once they exceed the
+    total limit, or a compression ratio no log has (a gzip bomb): memory and disk stay bounded."""
+
+    RATIO_FROM = 16 * 1024 * 1024  # small files may compress very well; a bomb is large
+
+    def __init__(self, path: Path):
+        self.inner = gzip.open(path, "rb")  # noqa: SIM115 - closed by close() below, with the stream
+        self.name, self.compressed, self.count = path.name, max(path.stat().st_size, 1), 0
+        self.max_bytes = _limit("PARALLAX_MAX_ARCHIVE_BYTES", 8 * 1024**3)
+        self.max_ratio = _limit("PARALLAX_MAX_COMPRESSION_RATIO", 200)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self.inner.readinto(buffer)
+        self.count += n
+        if self.count > self.max_bytes:
+            raise FormatError(f"decompresses to more than {self.max_bytes:,} bytes (limit); refusing", file=self.name)
+        if self.count > self.RATIO_FROM and self.count > self.max_ratio * self.compressed:
+            raise FormatError(
+                f"expands more than {self.max_ratio}x ({self.compressed:,} bytes compressed; gzip bomb?); refusing",
+                file=self.name,
+            )
+        return n
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
 def open_binary(path: Path) -> IO[bytes]:
-    """Open a file for streaming, transparently un-gzipping `.gz` files."""
+    """Open a file for streaming, transparently un-gzipping `.gz` files within the limits."""
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return io.BufferedReader(_Bounded(path), buffer_size=1024 * 1024)
     return path.open("rb")
 
 
+def read_line(handle: IO[bytes], *, name: str, lineno: int) -> bytes:
+    """One line, at most PARALLAX_MAX_LINE_BYTES of it in memory; a longer one is refused."""
+    limit = _limit("PARALLAX_MAX_LINE_BYTES", 64 * 1024 * 1024)
+    raw = handle.readline(limit + 1)
+    if len(raw) > limit and not raw.endswith(b"\n"):
+        raise FormatError(f"line is longer than {limit:,} bytes (limit); refusing", file=name, line=lineno)
+    return raw
+
+
 def iter_lines(path: Path, *, display: str = "") -> Iterator[tuple[int, bytes]]:
-    """Yield (1-based line number, raw line without newline); never loads the whole file."""
+    """Yield (1-based line number, raw line without newline); never loads the whole file, nor more
+    than one line (at most PARALLAX_MAX_LINE_BYTES) of it."""
     name = display or path.name
     try:
         with open_binary(path) as handle:
-            for lineno, raw in enumerate(handle, start=1):
+            lineno = 0
+            while raw := read_line(handle, name=name, lineno=lineno + 1):
+                lineno += 1
                 yield lineno, raw.rstrip(b"\r\n")
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise FormatError(f"cannot read file: {exc}", file=name) from exc
@@ -86,11 +137,15 @@ _LOOK_AHEAD_LINES = 200
 def first_json_line(path: Path) -> Any | None:
     """Decode the first non-blank line of a (possibly gzipped) file that is not a leading metadata
     record (LEADING_METADATA_TYPES; up to _LOOK_AHEAD_LINES are looked past, and a file of nothing
-    else gives its first line). None if that line is not JSON or the file cannot be read."""
+    else gives its first line). None if that line is not JSON or the file cannot be read; a file over
+    the limits (a gzip bomb, a giant line) raises FormatError saying so."""
     first = None
     try:
         with open_binary(path) as handle:
-            for number, raw in enumerate(handle):
+            for number in range(_LOOK_AHEAD_LINES + 1):
+                raw = read_line(handle, name=path.name, lineno=number + 1)
+                if not raw:
+                    break
                 if not raw.strip():
                     continue
                 try:

@@ -132,7 +132,11 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
             claude_extras.append(file)
             continue
         document = "swe_agent" if swe_agent.looks_like(file) else "openhands" if openhands.looks_like(file) else None
-        first = first_json_line(file) if name.endswith(_JSONL) else None
+        try:
+            first = first_json_line(file) if name.endswith(_JSONL) else None
+        except FormatError as exc:  # over a limit (a bomb, a giant line): this file fails, the rest go on
+            found.errors.append(FormatError(exc.message, file=_display(file, root), line=exc.line))
+            continue
         sniffed = document or _sniff(first)
         if forced is not None and sniffed is not None and sniffed != forced:
             found.errors.append(
