@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from activity.services import record
 from taxonomy.models import Codebook
 
 from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, PilotRound, Study
@@ -12,6 +13,13 @@ class StudyAdmin(admin.ModelAdmin):
     list_display = ["name", "codebook", "adjudicator", "created_at"]
     filter_horizontal = ["annotators"]
     raw_id_fields = ["runs"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        changed = {name: str(form.cleaned_data.get(name)) for name in form.changed_data}
+        verb = "edited in the admin" if change else "created in the admin"
+        record("study.edit" if change else "study.create", f"study {obj.name!r} {verb}: {', '.join(changed) or '-'}",
+               actor=request.user, study_id=obj.pk, changed=changed)  # fmt: skip
 
     def get_readonly_fields(self, request, obj=None):
         # A study's codebook is pinned when it is created, and only a frozen version can be.

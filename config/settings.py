@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "accounts",
+    "activity",
     "trajectories",
     "taxonomy",
     "annotation",

@@ -10,6 +10,8 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
+from activity.services import record
+
 from .models import Code, Codebook, FrozenCodebookError
 from .tree import CSV_COLUMNS, CodeSpec, TreeError, slugify_key, validate
 
@@ -47,6 +49,9 @@ def codebook_create_from_specs(
             example=spec.example,
             position=position,
         )
+    origin = f"from {parent}" if parent else "new"
+    record("codebook.create", f"{codebook} created ({origin}, {len(created)} codes)", actor=user,
+           codebook_id=codebook.pk, parent_id=parent.pk if parent else None, change_log=change_log)  # fmt: skip
     return codebook
 
 
@@ -113,11 +118,12 @@ def codebook_load_default(*, freeze: bool = True) -> Codebook:
     return codebook
 
 
-def codebook_freeze(*, codebook: Codebook) -> Codebook:
+def codebook_freeze(*, codebook: Codebook, user=None) -> Codebook:
     if not codebook.is_frozen:
         codebook.status = Codebook.Status.FROZEN
         codebook.frozen_at = timezone.now()
         codebook.save(update_fields=["status", "frozen_at"])
+        record("codebook.freeze", f"{codebook.name} v{codebook.version} frozen", actor=user, codebook_id=codebook.pk)
     return codebook
 
 
@@ -161,9 +167,12 @@ def code_update(*, code: Code, **fields: str) -> Code:
     unknown = set(fields) - allowed
     if unknown:
         raise ValueError(f"cannot change {', '.join(sorted(unknown))}")
+    before = {key: getattr(code, key) for key in fields}
     for key, value in fields.items():
         setattr(code, key, value)
     code.save(update_fields=list(fields))
+    record("code.update", f"{code.key} in {code.codebook} edited ({', '.join(sorted(fields))})",
+           codebook_id=code.codebook_id, code=code.key, before=before, after=dict(fields))  # fmt: skip
     return code
 
 

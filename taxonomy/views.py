@@ -90,6 +90,6 @@ def codebook_new_version(request: HtmxHttpRequest, codebook_id: int) -> HttpResp
 def codebook_freeze(request: HtmxHttpRequest, codebook_id: int) -> HttpResponse:
     _require_admin(request)
     codebook = get_object_or_404(Codebook, pk=codebook_id)
-    services.codebook_freeze(codebook=codebook)
+    services.codebook_freeze(codebook=codebook, user=request.user)
     messages.success(request, f"{codebook} is frozen: studies can pin it, nobody can change it.")
     return redirect("taxonomy:codebook_detail", codebook_id=codebook.pk)

@@ -57,6 +57,10 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "annotate/studies/<int:study_id>/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/studies/<int:study_id>/advantage/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/studies/<int:study_id>/advantage/<int:run_id>/": ((302, 405, 405, 405, 405), (302, 403, 403, 404, 404)),
+    "annotate/studies/<int:study_id>/runs/<int:run_id>/history/": (
+        (302, 403, 403, 200, 200),
+        (302, 405, 405, 405, 405),
+    ),
     "annotate/studies/<int:study_id>/bundle.zip": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/studies/<int:study_id>/export/<slug:kind>.csv": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/pilot/<int:pilot_id>/": ((302, 200, 404, 404, 404), (302, 405, 405, 405, 405)),

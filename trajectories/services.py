@@ -27,6 +27,8 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
+from activity.services import record
+
 from . import archives
 from .artifacts import count_lines
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
@@ -298,6 +300,14 @@ def import_batch_run(*, batch_id: int) -> ImportBatch:
         return batch
     report = import_paths(paths=[path], fmt=batch.format, batch=batch, on_result=progress)
     stored = report.count("imported") + report.count("duplicate")
+    record(
+        "import.batch",
+        f"{batch.source_name}: {report.count('imported')} imported, {report.count('duplicate')} already present, "
+        f"{report.count('failed')} failed",
+        actor=batch.created_by,
+        batch_id=batch.pk,
+        runs=[r.run_id for r in report.results if r.status == "imported"],
+    )
     ImportBatch.objects.filter(pk=batch.pk).update(
         status=ImportBatch.Status.DONE if stored else ImportBatch.Status.FAILED,
         error="" if stored else f"nothing was imported: {report.count('failed')} failed (see below)",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from activity.services import record as log
 from taxonomy.models import Code
 from trajectories.models import Run
 
@@ -94,6 +95,15 @@ def published_import(
             note=note,
             decided_by=actor,
         )
+        log(
+            "published.gold",
+            f"{record.name}: the study's published labels loaded as final labels",
+            actor=actor,
+            study_id=study.pk,
+            run_id=run.pk,
+            labels=result.imported,
+            unknown=result.unknown,
+        )
         FinalLabel.objects.bulk_create(
             [
                 FinalLabel(
@@ -144,4 +154,7 @@ def published_import(
     problems = anchor_problems(run=run, labels=inputs)
     result.unresolved = [message for messages in problems.values() for message in messages]
     annotation_submit(annotation=annotation, actor=actor or annotator, version=annotation.version, check_anchors=False)
+    log("published.coding", f"{record.name}: the study's published labels loaded as "
+           f"{annotator.get_username()}'s submitted coding", actor=actor, study_id=study.pk, run_id=run.pk,
+           labels=result.imported, unknown=result.unknown, unresolved=result.unresolved)  # fmt: skip
     return result

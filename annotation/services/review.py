@@ -13,10 +13,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from activity.services import record
 from taxonomy.models import Code
 
 from ..errors import AnnotationError
-from ..models import Annotation, Comment, Discussion, FinalCoding, FinalLabel, Study
+from ..models import AdvantageTag, Annotation, Comment, Discussion, FinalCoding, FinalLabel, Study
 from ..selectors.review import participants, run_annotations
 from ..stats.agreement import masi_distance
 
@@ -61,10 +62,20 @@ def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | No
         return discussion
     first, second = (mode_keys(a) for a in annotations)
     if first == second:
-        return final_from_annotations(
+        final = final_from_annotations(
             study=study, run_id=run_id, annotations=annotations, provenance=FinalCoding.Provenance.AGREED
         )
-    return Discussion.objects.create(study=study, run_id=run_id, agreement=1.0 - masi_distance(first, second))
+        record("final.agreed", f"both codings agree: {_codes(first)}", study_id=study.pk, run_id=run_id,
+               modes=sorted(first))  # fmt: skip
+        return final
+    discussion = Discussion.objects.create(study=study, run_id=run_id, agreement=1.0 - masi_distance(first, second))
+    record("discussion.open", f"the codings differ ({_codes(first)} / {_codes(second)}): discussion opened",
+           study_id=study.pk, run_id=run_id, agreement=discussion.agreement)  # fmt: skip
+    return discussion
+
+
+def _codes(keys) -> str:
+    return ", ".join(sorted(keys)) or "no failure mode"
 
 
 # -- discussion and adjudication --------------------------------------------------------
@@ -102,6 +113,8 @@ def discussion_consensus(*, discussion: Discussion, actor: AbstractBaseUser) -> 
     discussion.status = Discussion.Status.CONSENSUS
     discussion.resolved_at = timezone.now()
     discussion.save(update_fields=["status", "resolved_at"])
+    record("final.consensus", f"consensus after discussion: {_codes(sets[0])}", actor=actor,
+           study_id=discussion.study_id, run_id=discussion.run_id, modes=sorted(sets[0]))  # fmt: skip
     return final
 
 
@@ -113,6 +126,8 @@ def discussion_escalate(*, discussion: Discussion, actor: AbstractBaseUser) -> D
     discussion.escalated_at = timezone.now()
     discussion.escalated_by = actor
     discussion.save(update_fields=["status", "escalated_at", "escalated_by"])
+    record("discussion.escalate", "escalated to the adjudicator", actor=actor, study_id=discussion.study_id,
+           run_id=discussion.run_id)  # fmt: skip
     return discussion
 
 
@@ -160,4 +175,18 @@ def adjudicate(
     discussion.status = Discussion.Status.ADJUDICATED
     discussion.resolved_at = timezone.now()
     discussion.save(update_fields=["status", "resolved_at"])
+    keys = dict(Code.objects.filter(pk__in=[r.code_id for r in rulings]).values_list("pk", "key"))
+    record("final.adjudicated", f"adjudicated: {_codes(keys.values())}", actor=actor,
+           study_id=discussion.study_id, run_id=discussion.run_id, no_failure=no_failure, note=note,
+           rulings=[{"mode": keys[r.code_id], "rationale": r.rationale.strip()} for r in rulings])  # fmt: skip
     return final
+
+
+@transaction.atomic
+def advantage_tag(*, study: Study, run_id: int, mechanism: str, note: str, actor: AbstractBaseUser) -> AdvantageTag:
+    """Tag an RQ4 pair (concurrency helped) with its mechanism; every (re)tag is logged."""
+    tag, _ = AdvantageTag.objects.update_or_create(
+        study=study, run_id=run_id, defaults={"mechanism": mechanism, "note": note, "tagged_by": actor}
+    )
+    record("rq4.tag", f"tagged '{mechanism}'", actor=actor, study_id=study.pk, run_id=run_id, note=note)
+    return tag

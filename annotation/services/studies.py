@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
+from activity.services import record
 from taxonomy.models import Codebook
 from trajectories.models import Run
 from trajectories.selectors import paired_concurrent_runs
@@ -37,6 +38,9 @@ def study_create(
     study = Study.objects.create(name=name, codebook=codebook, adjudicator=adjudicator, seed=seed, created_by=user)
     study.annotators.set(annotators)
     study.runs.set(run_ids if run_ids is not None else list(paired_concurrent_runs().values_list("pk", flat=True)))
+    record("study.create", f"study {name!r} created on {codebook}", actor=user, study_id=study.pk,
+           codebook_id=codebook.pk, seed=seed, runs=study.runs.count(), adjudicator=adjudicator.get_username(),
+           annotators=sorted(a.get_username() for a in annotators))  # fmt: skip
     return study
 
 
@@ -60,7 +64,11 @@ def study_assign(*, study: Study) -> int:
     before = Assignment.objects.filter(study=study).count()
     with transaction.atomic():
         Assignment.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
-    return Assignment.objects.filter(study=study).count() - before
+        created = Assignment.objects.filter(study=study).count() - before
+        if created:
+            record("study.assign", f"{created} assignments made (seed {study.seed})", study_id=study.pk,
+                   assignments=created, seed=study.seed)  # fmt: skip
+    return created
 
 
 def assignment_add(*, study: Study, run: Run, annotator: AbstractBaseUser) -> Assignment:
@@ -71,7 +79,10 @@ def assignment_add(*, study: Study, run: Run, annotator: AbstractBaseUser) -> As
         raise AnnotationError(f"run {run.pk} already has two annotators in {study}")
     try:
         with transaction.atomic():
-            return Assignment.objects.create(study=study, run=run, annotator=annotator, slot=free[0])
+            assignment = Assignment.objects.create(study=study, run=run, annotator=annotator, slot=free[0])
+            record("assignment.add", f"{annotator.get_username()} given run {run.pk} (slot {free[0]})",
+                   study_id=study.pk, run_id=run.pk, annotator=annotator.get_username())  # fmt: skip
+            return assignment
     except IntegrityError as exc:
         raise AnnotationError(f"run {run.pk}: that annotator or slot was taken meanwhile ({exc})") from exc
 
@@ -104,6 +115,9 @@ def annotator_replace(
             raise AnnotationError(f"no annotator left to take run {assignment.run_id}")
         assignment.annotator = candidates[0]
         assignment.save(update_fields=["annotator"])
+        record("assignment.reassign", f"run {assignment.run_id} moved from {leaving.get_username()} to "
+               f"{candidates[0].get_username()}", actor=actor, study_id=study.pk, run_id=assignment.run_id,
+               leaving=leaving.get_username(), to=candidates[0].get_username())  # fmt: skip
         if annotation is not None:
             # The draft was the leaver's own reasoning: it does not pass to the next coder, who starts
             # from an empty draft. It is not deleted either: its history (and this reassignment, with

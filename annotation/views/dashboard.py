@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.roles import is_admin
@@ -14,8 +14,9 @@ from trajectories.exports import csv_lines
 
 from ..access import lead_study
 from ..models import AdvantageTag, Study
-from ..selectors import bundle, dashboard
+from ..selectors import bundle, dashboard, history
 from ..selectors.exports import EXPORT_KINDS, export
+from ..services.review import advantage_tag
 from ..stats import charts
 
 
@@ -82,13 +83,19 @@ def helped_pair_tag(request: HtmxHttpRequest, study_id: int, run_id: int) -> Htt
     if mechanism not in AdvantageTag.Mechanism.values:
         messages.error(request, "Choose a mechanism.")
     else:
-        AdvantageTag.objects.update_or_create(
-            study=study,
-            run_id=run_id,
-            defaults={"mechanism": mechanism, "note": request.POST.get("note", ""), "tagged_by": request.user},
-        )
+        advantage_tag(study=study, run_id=run_id, mechanism=mechanism, note=request.POST.get("note", ""),
+                      actor=request.user)  # fmt: skip
         messages.success(request, "Tagged.")
     return redirect("annotation:helped_pairs", study_id=study.pk)
+
+
+@require_GET
+def run_history(request: HtmxHttpRequest, study_id: int, run_id: int) -> HttpResponse:
+    """Everything recorded about one run in one study: for its adjudicator and admins."""
+    study = lead_study(request.user, study_id)
+    run = get_object_or_404(study.runs.select_related("task__benchmark", "agent"), pk=run_id)
+    rows = history.run_history(study=study, run_id=run.pk)
+    return render(request, "annotation/run_history.html", {"study": study, "run": run, "rows": rows})
 
 
 @require_GET

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from activity.services import record
 from trajectories.formats.detect import FORMAT_CHOICES
 from trajectories.services import import_paths
 
@@ -28,6 +29,12 @@ class Command(BaseCommand):
             if not path.exists():
                 raise CommandError(f"no such file or folder: {path}")
         report = import_paths(paths=options["paths"], fmt=options["format"], manifest=manifest)
+        record(
+            "import.command",
+            f"import_trajectories {' '.join(str(p) for p in options['paths'])}: {report.count('imported')} imported, "
+            f"{report.count('duplicate')} already present, {report.count('failed')} failed",
+            runs=[r.run_id for r in report.results if r.status == "imported"],
+        )
         for result in report.results:
             if result.status == "failed":
                 self.stderr.write(self.style.ERROR(f"FAILED  {result.message}"))

@@ -1,0 +1,63 @@
+"""A run's history in a study, for its adjudicator and admins: every coding change (the
+append-only AuditEntry), every step of review (the activity log) and every discussion comment,
+in time order. Three queries."""
+
+from __future__ import annotations
+
+from activity.models import ActivityEntry
+
+from ..models import AuditEntry, Comment, Study
+
+
+def run_history(*, study: Study, run_id: int) -> list[dict]:
+    rows = []
+    audits = (
+        AuditEntry.objects.filter(annotation__assignment__study=study, annotation__assignment__run_id=run_id)
+        .select_related("actor", "annotation__assignment__annotator")
+        .order_by("at", "pk")
+    )
+    for entry in audits:
+        owner = entry.annotation.assignment.annotator.get_username()
+        rows.append(
+            {
+                "at": entry.at,
+                "who": entry.actor.get_username() if entry.actor else "—",
+                "kind": "coding",
+                "action": entry.action,
+                "summary": f"{entry.action} of {owner}'s coding: {_labels(entry.after)}",
+                "before": entry.before,
+                "after": entry.after,
+            }
+        )
+    for entry in ActivityEntry.objects.filter(study_id=study.pk, run_id=run_id).select_related("actor"):
+        rows.append(
+            {
+                "at": entry.at,
+                "who": entry.actor.get_username() if entry.actor else "—",
+                "kind": "review",
+                "action": entry.action,
+                "summary": entry.summary,
+                "after": entry.detail,
+            }
+        )
+    comments = Comment.objects.filter(discussion__study=study, discussion__run_id=run_id).select_related("author")
+    for comment in comments:
+        rows.append(
+            {
+                "at": comment.created_at,
+                "who": comment.author.get_username(),
+                "kind": "discussion",
+                "action": "comment",
+                "summary": comment.text,
+            }
+        )
+    return sorted(rows, key=lambda row: row["at"])
+
+
+def _labels(snapshot: dict | None) -> str:
+    if not snapshot:
+        return "—"
+    if snapshot.get("no_failure"):
+        return "no failure mode"
+    codes = [label.get("code", "?") for label in snapshot.get("labels", [])]
+    return ", ".join(codes) if codes else "nothing picked"
