@@ -37,6 +37,8 @@ class PublishedRecord:
     name: str
     header: dict[str, str] = field(default_factory=dict)
     failures: list[PublishedFailure] = field(default_factory=list)
+    sections: dict[str, str] = field(default_factory=dict)  # prose: heading -> its text, as written
+    text: str = ""  # the record whole, as published
 
     @property
     def pair_id(self) -> str:
@@ -48,30 +50,46 @@ class PublishedFormatError(ValueError):
 
 
 def parse_annotation_md(text: str, *, name: str = "annotation.md") -> PublishedRecord:
-    record = PublishedRecord(name=name)
+    """Every field of the record: the header, the prose sections (kept as written), and each
+    `## Failure N` block. A value may run on over the following lines (until the next `key:`
+    line, heading or blank line); a `# title` before the header is allowed."""
+    record = PublishedRecord(name=name, text=text)
     current: PublishedFailure | None = None
+    section: str | None = None
     in_header = True
+    last: tuple[dict[str, str], str] | None = None  # the field a continuation line extends
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.rstrip()
         heading = _FAILURE.match(line)
         if heading:
             current = PublishedFailure(number=int(heading.group(1)), line=lineno)
             record.failures.append(current)
-            in_header = False
+            in_header, section, last = False, None, None
             continue
         if line.startswith("#"):
-            in_header = False
-            current = None if line.startswith("## ") else current
+            if in_header and not record.header:
+                continue  # a title above the header
+            in_header, current, last = False, None, None
+            section = line.lstrip("#").strip()
+            record.sections.setdefault(section, "")
             continue
+        if section is not None:
+            record.sections[section] += raw + "\n"
         match = _KEY_VALUE.match(line)
-        if match and current is not None:
-            current.fields[match.group(1)] = match.group(2).strip()
-        elif match and in_header:
-            record.header[match.group(1)] = match.group(2).strip()
+        target = current.fields if current is not None else record.header if in_header else None
+        if match and target is not None:
+            target[match.group(1)] = match.group(2).strip()
+            last = (target, match.group(1))
+        elif line.strip() and last is not None and target is not None:
+            fields, key = last
+            fields[key] = (fields[key] + "\n" + line.strip()).strip()
+        elif not line.strip():
+            last = None
+    record.sections = {heading: body.strip() for heading, body in record.sections.items()}
     if not record.header.get("pair_id"):
-        raise PublishedFormatError(f"{name}: no 'pair_id:' line in the header")
+        raise PublishedFormatError(f"{name}: field 'pair_id': the header (the `key: value` lines on top) names none")
     for failure in record.failures:
         for key in ("top_label", "sub_label", "third_label"):
             if not failure.fields.get(key):
-                raise PublishedFormatError(f"{name}:{failure.line}: Failure {failure.number} has no '{key}:'")
+                raise PublishedFormatError(f"{name}:{failure.line}: field '{key}': Failure {failure.number} has none")
     return record

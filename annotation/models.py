@@ -309,3 +309,23 @@ class AdvantageTag(models.Model):
 
     def __str__(self) -> str:
         return f"{self.mechanism} on run {self.run_id}"
+
+
+class PublishedRecord(models.Model):
+    """A study's published record of a pair (`annotation.md`), kept whole with the concurrent run it
+    describes: its header, its prose and its failure blocks, as published. What the loader took from
+    it (labels, finals) lives in the codings; this is the source, for reading and for export."""
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="published_records")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="published_records")
+    name = models.CharField(max_length=500, help_text="The file it was read from.")
+    text = models.TextField()
+    header = models.JSONField(default=dict)
+    imported_at = models.DateTimeField(auto_now_add=True)
+    imported_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["study", "run", "imported_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} for run {self.run_id}"

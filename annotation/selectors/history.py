@@ -33,7 +33,7 @@ def run_history(*, study: Study, run_id: int) -> list[dict]:
         rows.append(
             {
                 "at": entry.at,
-                "who": entry.actor.get_username() if entry.actor else "—",
+                "who": entry.actor.get_username() if entry.actor else "automatic",
                 "kind": "review",
                 "action": entry.action,
                 "summary": entry.summary,

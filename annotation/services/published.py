@@ -13,7 +13,7 @@ from taxonomy.models import Code
 from trajectories.models import Run
 
 from ..errors import AnnotationError
-from ..models import Assignment, FinalCoding, FinalLabel, Study
+from ..models import Assignment, FinalCoding, FinalLabel, PublishedRecord, Study
 from ..selectors.queue import annotation_for
 from .coding import LabelInput, anchor_problems, annotation_save, annotation_submit
 from .studies import assignment_add
@@ -26,6 +26,8 @@ class PublishedImportResult:
     imported: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # labels not in the codebook: reported, kept in notes
     unresolved: list[str] = field(default_factory=list)  # anchors that cite no stored file and line: reported, kept
+    repeated: list[str] = field(default_factory=list)  # further episodes of a mode already taken: reported, kept
+    contradictions: list[str] = field(default_factory=list)  # header outcomes the imported runs contradict
     error: str = ""
 
 
@@ -60,8 +62,17 @@ def published_import(
     the run's final labels with provenance 'imported'. Unknown labels are reported and kept
     in the notes, never silently dropped."""
     result = PublishedImportResult(source=record.name)
+    if annotator is not None and not study.annotators.filter(pk=annotator.pk).exists():
+        raise AnnotationError(
+            f"{record.name}: {annotator.get_username()} is not an annotator of {study}; published codings are "
+            "loaded as one of its annotators' (or --as-gold)"
+        )
     run = _published_run(study, record, benchmark_hint)
     result.run_id = run.pk
+    result.contradictions = _contradictions(record, run)
+    PublishedRecord.objects.create(
+        study=study, run=run, name=record.name[:500], text=record.text, header=record.header, imported_by=actor
+    )
     codes = {c.name.lower(): c for c in Code.objects.filter(codebook=study.codebook).select_related("parent__parent")}
     picked: list[tuple[Code, object]] = []
     for failure in record.failures:
@@ -78,12 +89,19 @@ def published_import(
             )
             continue
         if any(c.pk == code.pk for c, _ in picked):
+            first = next(f for c, f in picked if c.pk == code.pk)
+            result.repeated.append(
+                f"Failure {failure.number} is another episode of {code.name} (Failure {first.number}): "
+                "kept in the stored record and the notes; the coding holds the mode once"
+            )
             continue
         picked.append((code, failure))
         result.imported.append(code.name)
     note = "Imported from " + record.name
     if result.unknown:
         note += "\nLabels not in the codebook: " + "; ".join(result.unknown)
+    if result.repeated:
+        note += "\nFurther episodes: " + "; ".join(result.repeated)
     if annotator is None:
         if FinalCoding.objects.filter(study=study, run=run).exists():
             raise AnnotationError(f"{record.name}: run {run.pk} already has final labels in {study}")
@@ -158,3 +176,25 @@ def published_import(
            f"{annotator.get_username()}'s submitted coding", actor=actor, study_id=study.pk, run_id=run.pk,
            labels=result.imported, unknown=result.unknown, unresolved=result.unresolved)  # fmt: skip
     return result
+
+
+OUTCOME_KEYS = (("parallel_solution_passed", "concurrent"), ("serial_solution_passed", "sequential"))
+
+
+def _contradictions(record, run: Run) -> list[str]:
+    """Header outcomes (`parallel_solution_passed: true` …) that the imported runs contradict."""
+    from trajectories.selectors import run_twin
+
+    sides = {"concurrent": run, "sequential": run_twin(run=run)}
+    found = []
+    for key, mode in OUTCOME_KEYS:
+        stated = {"true": True, "false": False}.get(record.header.get(key, "").strip().lower())
+        side = sides[mode]
+        if stated is None or side is None or side.task_pass is None:
+            continue
+        if stated != side.task_pass:
+            found.append(
+                f"{record.name}: field '{key}' says {str(stated).lower()}, but the imported {mode} run #{side.pk} "
+                f"{'passed' if side.task_pass else 'failed'}"
+            )
+    return found

@@ -95,7 +95,9 @@ def run_history(request: HtmxHttpRequest, study_id: int, run_id: int) -> HttpRes
     study = lead_study(request.user, study_id)
     run = get_object_or_404(study.runs.select_related("task__benchmark", "agent"), pk=run_id)
     rows = history.run_history(study=study, run_id=run.pk)
-    return render(request, "annotation/run_history.html", {"study": study, "run": run, "rows": rows})
+    records = run.published_records.filter(study=study)
+    context = {"study": study, "run": run, "rows": rows, "records": records}
+    return render(request, "annotation/run_history.html", context)
 
 
 @require_GET

@@ -32,7 +32,7 @@ def test_parse_real_sample():
 def test_parse_errors_name_the_line():
     with pytest.raises(PublishedFormatError, match="pair_id"):
         parse_annotation_md("# nothing\n")
-    with pytest.raises(PublishedFormatError, match=r"x.md:3: Failure 1 has no 'third_label:'"):
+    with pytest.raises(PublishedFormatError, match=r"x.md:3: field 'third_label': Failure 1 has none"):
         parse_annotation_md("pair_id: a/codex\n\n## Failure 1\ntop_label: A\nsub_label: B\n", name="x.md")
 
 
@@ -91,3 +91,32 @@ def test_missing_run_is_an_error(dictdb_study):
     )
     with pytest.raises(AnnotationError, match="no concurrent run of task 'nope'"):
         published_import(study=dictdb_study, record=parse_annotation_md(text))
+
+
+def test_a_record_is_kept_whole_and_its_oddities_reported(dictdb_study, trio, adjudicator, outsider):
+    from annotation.models import PublishedRecord
+
+    text = SAMPLE.read_text()
+    failure = text[text.index("## Failure 1") :]
+    odd = (
+        "# dictdatabase / codex\n\n"  # a title above the header
+        + text.replace("reasoning: The parallel run", "reasoning: The parallel run\nstill the same reasoning,", 1)
+        + "\n" + failure.replace("## Failure 1", "## Failure 2")  # a second episode of the same mode
+    )  # fmt: skip
+    record = parse_annotation_md(odd, name="odd/annotation.md")
+    assert record.pair_id == "dictdatabase/codex"
+    assert record.failures[0].fields["reasoning"].split("\n")[1].startswith("still the same reasoning, had live")
+    assert "Task-Solving Difference" in record.sections and record.text == odd
+    for wrong in (adjudicator, outsider):
+        with pytest.raises(AnnotationError, match="is not an annotator of"):
+            published_import(study=dictdb_study, record=record, annotator=wrong)
+    result = published_import(study=dictdb_study, record=record, annotator=trio[0])
+    assert result.repeated == [
+        "Failure 2 is another episode of Final-Tree Overwrite (Failure 1): kept in the stored record and the notes; "
+        "the coding holds the mode once"
+    ]
+    # the header says the serial run failed; the imported sequential run passed
+    assert len(result.contradictions) == 1 and "field 'serial_solution_passed' says false" in result.contradictions[0]
+    stored = PublishedRecord.objects.get()
+    assert stored.text == odd and stored.header["outcome_relation"] == "parallel_only_pass"
+    assert "Further episodes: Failure 2" in Annotation.objects.get(assignment__annotator=trio[0]).notes
