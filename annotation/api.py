@@ -70,6 +70,8 @@ class LabelInputSerializer(serializers.Serializer):
     contrast = serializers.ListField(child=serializers.CharField(), default=list)
     nearest_rejected = serializers.CharField(allow_blank=True, allow_null=True, default=None)
     rejection_reason = serializers.CharField(allow_blank=True, default="")
+    episode_id = serializers.CharField(allow_blank=True, default="", max_length=200)
+    comparative_role = serializers.CharField(allow_blank=True, default="", max_length=200)
 
 
 class AnnotationWriteSerializer(serializers.Serializer):
@@ -139,6 +141,8 @@ class AnnotationAPI(APIView):
                 contrast=label["contrast"],
                 nearest_rejected_id=codes.get(label["nearest_rejected"] or ""),
                 rejection_reason=label["rejection_reason"],
+                episode_id=label["episode_id"],
+                comparative_role=label["comparative_role"],
             )
             for label in data["labels"]
         ]

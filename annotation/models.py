@@ -103,20 +103,40 @@ LABEL_FIELDS = (
     "contrast",
     "nearest_rejected",
     "rejection_reason",
+    "episode_id",
+    "comparative_role",
 )
 
 
-class Label(models.Model):
-    """One failure mode picked by an annotator, with what the study recorded for it."""
+class LabelFields(models.Model):
+    """What the study records for one failure mode, on an annotator's label and on a final label alike."""
 
-    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="labels")
-    code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="labels")
     rationale = models.TextField(blank=True, default="")
     realized_consequence = models.TextField(blank=True, default="")
     evidence = models.JSONField(default=list, blank=True, help_text="Anchors in the concurrent run (file:line).")
     contrast = models.JSONField(default=list, blank=True, help_text="Anchors in the sequential twin (file:line).")
     nearest_rejected = models.ForeignKey(Code, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     rejection_reason = models.TextField(blank=True, default="")
+    episode_id = models.CharField(max_length=200, blank=True, default="", help_text="The study's episode id.")
+    comparative_role = models.CharField(
+        max_length=200, blank=True, default="", help_text="e.g. parallel_adverse_but_not_outcome_differential"
+    )
+
+    class Meta:
+        abstract = True
+
+    def content(self) -> dict:
+        """The LABEL_FIELDS values, nearest_rejected by key (select_related it)."""
+        values = {name: getattr(self, name) for name in LABEL_FIELDS}
+        values["nearest_rejected"] = self.nearest_rejected.key if self.nearest_rejected else None
+        return values
+
+
+class Label(LabelFields):
+    """One failure mode picked by an annotator, with what the study recorded for it."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="labels")
+    code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="labels")
 
     class Meta:
         ordering = ["annotation", "code__position"]
@@ -124,12 +144,6 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.code} on {self.annotation}"
-
-    def content(self) -> dict:
-        """The LABEL_FIELDS values, nearest_rejected by key (select_related it)."""
-        values = {name: getattr(self, name) for name in LABEL_FIELDS}
-        values["nearest_rejected"] = self.nearest_rejected.key if self.nearest_rejected else None
-        return values
 
 
 class AuditEntry(models.Model):
@@ -185,11 +199,14 @@ class FinalCoding(models.Model):
         return f"final for run {self.run_id} ({self.provenance})"
 
 
-class FinalLabel(models.Model):
+class FinalLabel(LabelFields):
+    """A final failure mode of a run, with every field the annotators (or the study's record)
+    gave it, and who decided it and how (the label's own provenance)."""
+
     final = models.ForeignKey(FinalCoding, on_delete=models.CASCADE, related_name="labels")
     code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="final_labels")
-    rationale = models.TextField(blank=True, default="")
-    evidence = models.JSONField(default=list, blank=True)
+    provenance = models.CharField(max_length=11, blank=True, default="", help_text="As FinalCoding.provenance.")
+    decided_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["final", "code"], name="final_label_once_per_code")]

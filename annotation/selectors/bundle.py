@@ -18,13 +18,13 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from ..models import AuditEntry, FinalCoding, Study
+from ..models import LABEL_FIELDS, AuditEntry, FinalCoding, Study
 from ..stats.agreement import LEVELS
 from . import dashboard
 from .exports import LABEL_COLUMNS, label_rows
 
 BOOTSTRAP_RESAMPLES = 1000  # what the dashboard shows
-LABEL_DETAIL = ("rationale", "realized_consequence", "evidence", "contrast", "nearest_rejected", "rejection_reason")
+LABEL_DETAIL = LABEL_FIELDS  # every field recorded for a mode
 
 # table name -> (columns with their Frictionless types, description)
 TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
@@ -62,8 +62,9 @@ TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
             ("subcategory_name", "string"),
             ("mode", "string"),
             ("mode_name", "string"),
-            ("rationale", "string"),
-            ("evidence", "string"),
+            ("label_provenance", "string"),
+            ("label_decided_by", "string"),
+            *((name, "string") for name in LABEL_DETAIL),
         ),
         "The study's final labels, one row per mode instance (a final 'no failure mode' is one row with an "
         "empty mode), with how each was reached.",
@@ -156,7 +157,7 @@ def final_rows(study: Study) -> Iterable[dict]:
     finals = (
         FinalCoding.objects.filter(study=study)
         .select_related("run__agent", "run__task__benchmark", "decided_by")
-        .prefetch_related("labels__code__parent__parent")
+        .prefetch_related("labels__code__parent__parent", "labels__nearest_rejected", "labels__decided_by")
         .order_by("run_id")
     )
     for final in finals:
@@ -181,8 +182,9 @@ def final_rows(study: Study) -> Iterable[dict]:
                 "subcategory_name": code.parent.name,
                 "mode": code.key,
                 "mode_name": code.name,
-                "rationale": fl.rationale,
-                "evidence": "; ".join(fl.evidence),
+                "label_provenance": fl.provenance,
+                "label_decided_by": fl.decided_by.get_username() if fl.decided_by else "",
+                **{name: _text(value) for name, value in fl.content().items()},
             }
 
 

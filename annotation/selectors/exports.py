@@ -43,8 +43,9 @@ FINAL_COLUMNS = (
     "subcategory",
     "mode",
     "path",
-    "rationale",
-    "evidence",
+    "label_provenance",
+    "label_decided_by",
+    *LABEL_FIELDS,
 )
 TABLE3_COLUMNS = ("level", "key", "name", "parent", "count", "percent")
 AGREEMENT_COLUMNS = (
@@ -121,7 +122,7 @@ def final_rows(study: Study) -> Iterator[dict]:
     finals = (
         FinalCoding.objects.filter(study=study)
         .select_related("run__agent", "run__task__benchmark", "decided_by")
-        .prefetch_related("labels__code__parent__parent")
+        .prefetch_related("labels__code__parent__parent", "labels__nearest_rejected", "labels__decided_by")
         .order_by("run_id")
     )
     for final in finals:
@@ -141,14 +142,19 @@ def final_rows(study: Study) -> Iterator[dict]:
             yield base
         for fl in labels:
             cat, sub, mode, path = _path(fl.code)
+            content = fl.content()
             yield {
                 **base,
+                **content,
                 "category": cat,
                 "subcategory": sub,
                 "mode": mode,
                 "path": path,
-                "rationale": fl.rationale,
-                "evidence": "; ".join(fl.evidence),
+                "label_provenance": fl.provenance,
+                "label_decided_by": fl.decided_by.get_username() if fl.decided_by else "",
+                "evidence": "; ".join(content["evidence"]),
+                "contrast": "; ".join(content["contrast"]),
+                "nearest_rejected": content["nearest_rejected"] or "",
             }
 
 

@@ -28,6 +28,8 @@ class LabelInput:
     contrast: list[str] = field(default_factory=list)
     nearest_rejected_id: int | None = None
     rejection_reason: str = ""
+    episode_id: str = ""
+    comparative_role: str = ""
 
 
 def _ensure_stored(annotation: Annotation) -> None:
@@ -78,6 +80,9 @@ def _claim_version(annotation: Annotation, version: int, *, revising: bool = Fal
     annotation.version = version + 1
 
 
+SHORT_FIELD_MAX = Label._meta.get_field("episode_id").max_length
+
+
 def _validate_labels(annotation: Annotation, no_failure: bool, labels: list[LabelInput]) -> dict[int, Code]:
     codebook_id = annotation.assignment.study.codebook_id
     ids = {label.code_id for label in labels} | {
@@ -91,6 +96,10 @@ def _validate_labels(annotation: Annotation, no_failure: bool, labels: list[Labe
             errors[f"code-{label.code_id}"] = "not a failure mode of this study's codebook"
         if label.nearest_rejected_id and label.nearest_rejected_id not in codes:
             errors[f"rejected-{label.code_id}"] = "not a code of this study's codebook"
+    for label in labels:
+        for name in ("episode_id", "comparative_role"):
+            if len(getattr(label, name).strip()) > SHORT_FIELD_MAX:
+                errors[f"{name}-{label.code_id}"] = f"{name} is longer than {SHORT_FIELD_MAX} characters"
     if len({label.code_id for label in labels}) != len(labels):
         errors["codes"] = "a mode is picked twice"
     if no_failure and labels:
@@ -136,6 +145,8 @@ def annotation_save(
                 contrast=_clean_anchors(label.contrast),
                 nearest_rejected_id=label.nearest_rejected_id,
                 rejection_reason=label.rejection_reason.strip(),
+                episode_id=label.episode_id.strip(),
+                comparative_role=label.comparative_role.strip(),
             )
             for label in labels
         ]

@@ -74,6 +74,7 @@ def published_import(
         study=study, run=run, name=record.name[:500], text=record.text, header=record.header, imported_by=actor
     )
     codes = {c.name.lower(): c for c in Code.objects.filter(codebook=study.codebook).select_related("parent__parent")}
+    rejected_ids = {c.name.lower(): c.pk for c in codes.values()}
     picked: list[tuple[Code, object]] = []
     for failure in record.failures:
         top, sub, mode = failure.labels
@@ -127,8 +128,9 @@ def published_import(
                 FinalLabel(
                     final=final,
                     code=code,
-                    rationale=failure.fields.get("reasoning", ""),
-                    evidence=failure.anchors("parallel_evidence"),
+                    provenance=FinalCoding.Provenance.IMPORTED,
+                    decided_by=actor,
+                    **_recorded(failure, rejected_ids),
                 )
                 for code, failure in picked
             ]
@@ -143,19 +145,7 @@ def published_import(
     annotation = annotation_for(assignment=assignment)
     if annotation.is_submitted:
         raise AnnotationError(f"{record.name}: {annotator} has already submitted run {run.pk}")
-    rejected_ids = {c.name.lower(): c.pk for c in codes.values()}
-    inputs = [
-        LabelInput(
-            code_id=code.pk,
-            rationale=failure.fields.get("reasoning", ""),
-            realized_consequence=failure.fields.get("realized_consequence", ""),
-            evidence=failure.anchors("parallel_evidence"),
-            contrast=failure.anchors("serial_contrast"),
-            nearest_rejected_id=rejected_ids.get(failure.fields.get("nearest_rejected_label", "").lower()),
-            rejection_reason=failure.fields.get("rejection_reason", ""),
-        )
-        for code, failure in picked
-    ]
+    inputs = [LabelInput(code_id=code.pk, **_recorded(failure, rejected_ids)) for code, failure in picked]
     annotation_save(
         annotation=annotation,
         actor=actor or annotator,
@@ -198,3 +188,18 @@ def _contradictions(record, run: Run) -> list[str]:
                 f"{'passed' if side.task_pass else 'failed'}"
             )
     return found
+
+
+def _recorded(failure, rejected_ids: dict[str, int]) -> dict:
+    """Every field of a published failure block, as a label's fields."""
+    fields = failure.fields
+    return {
+        "rationale": fields.get("reasoning", ""),
+        "realized_consequence": fields.get("realized_consequence", ""),
+        "evidence": failure.anchors("parallel_evidence"),
+        "contrast": failure.anchors("serial_contrast"),
+        "nearest_rejected_id": rejected_ids.get(fields.get("nearest_rejected_label", "").lower()),
+        "rejection_reason": fields.get("rejection_reason", ""),
+        "episode_id": fields.get("episode_id", ""),
+        "comparative_role": fields.get("comparative_role", ""),
+    }

@@ -37,15 +37,46 @@ def final_from_annotations(
         decided_by=actor,
         no_failure=not any(mode_keys(a) for a in annotations),
     )
-    merged: dict[int, FinalLabel] = {}
+    merged = merged_labels(annotations)
+    FinalLabel.objects.bulk_create(
+        [
+            FinalLabel(final=final, code_id=code_id, provenance=provenance, decided_by=actor, **fields)
+            for code_id, fields in merged.items()
+        ]
+    )
+    return final
+
+
+TEXT_FIELDS = ("rationale", "realized_consequence", "rejection_reason")
+
+
+def merged_labels(annotations: list[Annotation]) -> dict[int, dict]:
+    """Per mode, every field both annotators gave it: texts side by side, each marked with who
+    wrote it; anchors united; the nearest rejected label if they name the same one (else the first
+    named, the other kept in the rejection reason); episode and role as the first gave them."""
+    merged: dict[int, dict] = {}
     for annotation in annotations:
         who = annotation.assignment.annotator.get_username()
-        for label in annotation.labels.all():
-            entry = merged.setdefault(label.code_id, FinalLabel(final=final, code_id=label.code_id, evidence=[]))
-            entry.rationale = (entry.rationale + "\n\n" if entry.rationale else "") + f"[{who}] {label.rationale}"
-            entry.evidence = entry.evidence + [e for e in label.evidence if e not in entry.evidence]
-    FinalLabel.objects.bulk_create(merged.values())
-    return final
+        for label in annotation.labels.select_related("nearest_rejected"):
+            entry = merged.setdefault(
+                label.code_id,
+                {**dict.fromkeys(TEXT_FIELDS, ""), "evidence": [], "contrast": [], "nearest_rejected": None,
+                 "episode_id": "", "comparative_role": ""},
+            )  # fmt: skip
+            for name in TEXT_FIELDS:
+                text = getattr(label, name).strip()
+                if text:
+                    entry[name] = (entry[name] + "\n\n" if entry[name] else "") + f"[{who}] {text}"
+            for name in ("evidence", "contrast"):
+                entry[name] = entry[name] + [a for a in getattr(label, name) if a not in entry[name]]
+            if label.nearest_rejected is not None:
+                if entry["nearest_rejected"] is None:
+                    entry["nearest_rejected"] = label.nearest_rejected
+                elif entry["nearest_rejected"] != label.nearest_rejected:
+                    entry["rejection_reason"] += f"\n\n[{who}] nearest rejected: {label.nearest_rejected.name}"
+            for name in ("episode_id", "comparative_role"):
+                entry[name] = entry[name] or getattr(label, name)
+    return merged
 
 
 @transaction.atomic
@@ -169,8 +200,20 @@ def adjudicate(
         no_failure=no_failure,
         note=note,
     )
+    # The adjudicator's rationale decides; what the annotators recorded for a ruled mode is kept.
+    annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
+    recorded = merged_labels(annotations)
     FinalLabel.objects.bulk_create(
-        [FinalLabel(final=final, code_id=r.code_id, rationale=r.rationale.strip()) for r in rulings]
+        [
+            FinalLabel(
+                final=final,
+                code_id=r.code_id,
+                provenance=FinalCoding.Provenance.ADJUDICATED,
+                decided_by=actor,
+                **{**recorded.get(r.code_id, {}), "rationale": r.rationale.strip()},
+            )
+            for r in rulings
+        ]
     )
     discussion.status = Discussion.Status.ADJUDICATED
     discussion.resolved_at = timezone.now()

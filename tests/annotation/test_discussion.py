@@ -191,3 +191,47 @@ def test_a_discussion_stays_blind_to_a_coder_of_the_same_run_in_another_study(st
     assert client.get(f"/annotate/discussions/{discussion.pk}/").status_code == 404
     queue = client.get("/annotate/").content.decode()
     assert f"/annotate/discussions/{discussion.pk}/" not in queue
+
+
+def test_final_labels_keep_every_field_and_who_decided(study, codebook, adjudicator):
+    """Agreed, adjudicated and imported final labels keep what was recorded for each mode, not
+    only code and rationale, and say per label how they were reached."""
+    from annotation.models import FinalLabel
+
+    lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
+
+    def coded(assignment, code, consequence, rejected):
+        annotation = annotation_for(assignment=assignment)
+        run = assignment.run
+        label = LabelInput(code_id=code.pk, rationale=f"why {assignment.slot}", realized_consequence=consequence,
+                           evidence=[cite(run, code.key)], contrast=[], nearest_rejected_id=rejected.pk,
+                           rejection_reason=f"not {rejected.key}", episode_id="ep-1",
+                           comparative_role="parallel_adverse")  # fmt: skip
+        annotation_save(annotation=annotation, actor=assignment.annotator, version=annotation.version,
+                        no_failure=False, notes="", labels=[label])  # fmt: skip
+        annotation_submit(annotation=annotation, actor=assignment.annotator, version=annotation.version)
+
+    runs = list(study.runs.order_by("pk")[:2])
+    a, b = both(study, runs[0])
+    coded(a, lossy, "the test name was lost", stale)
+    coded(b, lossy, "the parent guessed", stale)
+    agreed = FinalLabel.objects.get(final__run=runs[0])
+    assert agreed.provenance == "agreed" and agreed.decided_by is None
+    assert (
+        "the test name was lost" in agreed.realized_consequence and "the parent guessed" in agreed.realized_consequence
+    )
+    assert (
+        agreed.nearest_rejected == stale
+        and agreed.episode_id == "ep-1"
+        and agreed.comparative_role == "parallel_adverse"
+    )
+
+    a, b = both(study, runs[1])
+    coded(a, lossy, "first view", stale)
+    coded(b, stale, "second view", lossy)
+    discussion = Discussion.objects.get(run=runs[1])
+    flow.discussion_escalate(discussion=discussion, actor=a.annotator)
+    flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(stale.pk, "the ruling")])
+    ruled = FinalLabel.objects.get(final__run=runs[1])
+    assert (ruled.provenance, ruled.decided_by, ruled.rationale) == ("adjudicated", adjudicator, "the ruling")
+    assert "second view" in ruled.realized_consequence and ruled.nearest_rejected == lossy

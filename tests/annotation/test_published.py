@@ -66,7 +66,16 @@ def test_import_as_gold(dictdb_study):
     published_import(study=dictdb_study, record=record)
     final = FinalCoding.objects.get()
     assert final.provenance == "imported" and [fl.code.key for fl in final.labels.all()] == ["final-tree-overwrite"]
-    assert final.labels.get().evidence[0].startswith("parallel/agent/codex/sessions/")
+    label = final.labels.get()
+    assert label.evidence[0].startswith("parallel/agent/codex/sessions/")
+    # as gold, every field of the failure block is kept
+    assert label.contrast[0].startswith("serial/agent/codex/sessions/") and label.provenance == "imported"
+    assert label.realized_consequence.startswith("A child replaced the shared package tree")
+    assert label.nearest_rejected.name == "Unisolated Workspace Writes" and label.rejection_reason
+    assert (label.episode_id, label.comparative_role) == (
+        "parallel-shared-final-tree-recopy",
+        "parallel_adverse_but_not_outcome_differential",
+    )
 
 
 def test_unknown_labels_are_reported_and_kept(dictdb_study, trio):
