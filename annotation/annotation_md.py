@@ -93,3 +93,55 @@ def parse_annotation_md(text: str, *, name: str = "annotation.md") -> PublishedR
             if not failure.fields.get(key):
                 raise PublishedFormatError(f"{name}:{failure.line}: field '{key}': Failure {failure.number} has none")
     return record
+
+
+FAILURE_KEYS = (
+    "top_label",
+    "sub_label",
+    "third_label",
+    "episode_id",
+    "comparative_role",
+    "parallel_evidence",
+    "serial_contrast",
+    "realized_consequence",
+    "reasoning",
+    "nearest_rejected_label",
+    "rejection_reason",
+)
+ANCHOR_KEYS = ("parallel_evidence", "serial_contrast")
+
+
+def prose_of(text: str) -> str:
+    """The prose of a record as published: from the first heading after its header up to its
+    first `## Failure` block."""
+    lines, out, started = text.splitlines(), [], False
+    seen_key = False
+    for line in lines:
+        if _FAILURE.match(line.rstrip()):
+            break
+        if _KEY_VALUE.match(line) and not started:
+            seen_key = True
+            continue
+        if line.startswith("#") and seen_key:
+            started = True
+        if started:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def render_annotation_md(*, header: dict[str, str], prose: str, failures: list[dict]) -> str:
+    """A record in the study's shape: header lines, the prose, then one `## Failure N` block per
+    instance (anchors backticked; a value over several lines is written over several lines, as
+    the parser reads it back)."""
+    out = [f"{key}: {value}" for key, value in header.items()]
+    if prose:
+        out += ["", prose]
+    for number, failure in enumerate(failures, start=1):
+        out += ["", f"## Failure {number}"]
+        for key in FAILURE_KEYS:
+            value = failure.get(key)
+            if key in ANCHOR_KEYS:
+                value = ", ".join(f"`{anchor}`" for anchor in value or [])
+            if value:
+                out.append(f"{key}: {value}")
+    return "\n".join(out) + "\n"

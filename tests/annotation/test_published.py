@@ -129,3 +129,27 @@ def test_a_record_is_kept_whole_and_its_oddities_reported(dictdb_study, trio, ad
     stored = PublishedRecord.objects.get()
     assert stored.text == odd and stored.header["outcome_relation"] == "parallel_only_pass"
     assert "Further episodes: Failure 2" in Annotation.objects.get(assignment__annotator=trio[0]).notes
+
+
+def test_import_export_import_gives_the_same_record(dictdb_study, tmp_path):
+    import io
+
+    from django.core.management import call_command
+
+    original = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
+    published_import(study=dictdb_study, record=original)
+    call_command("export_published", str(dictdb_study.pk), "--out", str(tmp_path / "out"), stdout=io.StringIO())
+    written = list((tmp_path / "out").rglob("annotation.md"))
+    assert len(written) == 1 and written[0].parent.name == "Codex"
+    again = parse_annotation_md(written[0].read_text(), name="again.md")
+    assert again.header == original.header
+    assert [f.fields for f in again.failures] == [f.fields for f in original.failures]
+    assert again.sections == original.sections
+    # and importing what was exported stores the same final labels once more (as another study would)
+    from annotation.services.studies import study_create
+
+    other = study_create(name="Q", codebook=dictdb_study.codebook, annotators=list(dictdb_study.annotators.all()),
+                         adjudicator=dictdb_study.adjudicator)  # fmt: skip
+    published_import(study=other, record=again)
+    first, second = (FinalCoding.objects.get(study=s).labels.get().content() for s in (dictdb_study, other))
+    assert first == second
