@@ -203,3 +203,30 @@ def _recorded(failure, rejected_ids: dict[str, int]) -> dict:
         "episode_id": fields.get("episode_id", ""),
         "comparative_role": fields.get("comparative_role", ""),
     }
+
+
+@transaction.atomic
+def published_reviews_import(*, study: Study, run_id: int, files: dict[str, str], actor=None) -> list[str]:
+    """Keep the structured reviews beside a pair's annotation.md (`review.json`, `advantage-review.json`,
+    name -> text) whole with its run, and say what they hold: the candidate decisions and whether the
+    retained ones are the record's failure modes."""
+    from ..review_json import parse_advantage_review, parse_review
+
+    run = Run.objects.get(pk=run_id)
+    said = []
+    for name, text in files.items():
+        if name.endswith("advantage-review.json"):
+            header = {"kind": "advantage-review", **parse_advantage_review(text, name=name)}
+            said.append(f"{name}: advantage decision {header.get('decision')!r}")
+        else:
+            review = parse_review(text, name=name)
+            retained = sorted(c.third_label for c in review.retained)
+            header = {"kind": "review", "candidates": len(review.candidates), "retained": retained,
+                      "decisions": [vars(c) for c in review.candidates]}  # fmt: skip
+            said.append(f"{name}: {len(review.candidates)} candidate decisions, {len(retained)} retained"
+                        f"{' (' + ', '.join(retained) + ')' if retained else ''}")  # fmt: skip
+        PublishedRecord.objects.create(
+            study=study, run=run, name=name[:500], text=text, header=header, imported_by=actor
+        )
+    log("published.reviews", "; ".join(said), actor=actor, study_id=study.pk, run_id=run.pk)
+    return said

@@ -153,3 +153,27 @@ def test_import_export_import_gives_the_same_record(dictdb_study, tmp_path):
     published_import(study=other, record=again)
     first, second = (FinalCoding.objects.get(study=s).labels.get().content() for s in (dictdb_study, other))
     assert first == second
+
+
+def test_the_structured_reviews_are_kept_and_summarised(dictdb_study, trio, tmp_path):
+    import io
+    import shutil
+
+    from django.core.management import call_command
+
+    from annotation.models import PublishedRecord
+    from annotation.review_json import ReviewFormatError, parse_review
+
+    folder = tmp_path / "nl2repo__dictdatabase__codex"
+    shutil.copytree(SAMPLE.parent, folder)
+    out = io.StringIO()
+    call_command("import_published", str(dictdb_study.pk), str(folder), "--as-annotator", trio[0].username, stdout=out)
+    assert "32 candidate decisions, 1 retained (Final-Tree Overwrite)" in out.getvalue()
+    assert "advantage decision 'exclude'" in out.getvalue()
+    kinds = sorted(r.header.get("kind", "annotation") for r in PublishedRecord.objects.all())
+    assert kinds == ["advantage-review", "annotation", "review"]
+    review = PublishedRecord.objects.get(header__kind="review")
+    assert review.text == (SAMPLE.parent / "review.json").read_text() and len(review.header["decisions"]) == 32
+    bad = (SAMPLE.parent / "review.json").read_text().replace('"decision": "reject"', '"decision": "maybe"', 1)
+    with pytest.raises(ReviewFormatError, match=r"field 'taxonomy_decisions\[0\]\.candidates\[0\]\.decision'"):
+        parse_review(bad, name="review.json")

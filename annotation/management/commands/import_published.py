@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotation.annotation_md import PublishedFormatError, parse_annotation_md
 from annotation.errors import AnnotationError
 from annotation.models import Study
-from annotation.services.published import published_import
+from annotation.review_json import ReviewFormatError
+from annotation.services.published import published_import, published_reviews_import
 
 
 class Command(BaseCommand):
@@ -56,6 +57,20 @@ class Command(BaseCommand):
                 self.stdout.write(self.style.WARNING(f"  {repeat}"))
             for contradiction in result.contradictions:
                 self.stdout.write(self.style.WARNING(f"  outcome contradicted: {contradiction}"))
+            reviews = {
+                str(path): path.read_text(encoding="utf-8")
+                for path in (file.parent / "review.json", file.parent / "advantage-review.json")
+                if path.is_file()
+            }
+            if reviews and result.run_id is not None:
+                try:
+                    said = published_reviews_import(study=study, run_id=result.run_id, files=reviews)
+                except ReviewFormatError as exc:
+                    failed += 1
+                    self.stderr.write(self.style.ERROR(f"FAILED {exc}"))
+                    continue
+                for line in said:
+                    self.stdout.write(f"  {line}")
             if result.error:
                 self.stdout.write(self.style.WARNING(f"  {result.error}"))
         if failed:
