@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from activity.services import record
+from config.spreadsheet import spreadsheet_safe, spreadsheet_unsafe
 
 from .models import Code, Codebook, FrozenCodebookError
 from .tree import CSV_COLUMNS, CodeSpec, TreeError, slugify_key, validate
@@ -192,20 +193,26 @@ def codebook_csv(codebook: Codebook) -> str:
             node = node.parent
         writer.writerow(
             {
-                "key": code.key,
-                "level": code.level,
-                "parent_key": code.parent.key if code.parent else "",
-                "path": " > ".join(path),
-                "name": code.name,
-                "definition": code.definition,
-                "inclusion": code.inclusion,
-                "exclusion": code.exclusion,
-                "example": code.example,
-                "codebook": codebook.name,
-                "version": codebook.version,
+                column: spreadsheet_safe(value)
+                for column, value in {
+                    "key": code.key,
+                    "level": code.level,
+                    "parent_key": code.parent.key if code.parent else "",
+                    "path": " > ".join(path),
+                    "name": code.name,
+                    "definition": code.definition,
+                    "inclusion": code.inclusion,
+                    "exclusion": code.exclusion,
+                    "example": code.example,
+                    "codebook": codebook.name,
+                    "version": codebook.version,
+                }.items()
             }
         )
     return out.getvalue()
+
+
+_cell = spreadsheet_unsafe  # the codebook CSV is also an import format: read cells back as written
 
 
 def codebook_import_csv(*, text: str, name: str | None = None, user=None) -> Codebook:
@@ -219,19 +226,19 @@ def codebook_import_csv(*, text: str, name: str | None = None, user=None) -> Cod
     for row_no, row in enumerate(reader, start=2):
         specs.append(
             CodeSpec(
-                key=(row.get("key") or "").strip(),
-                level=(row.get("level") or "").strip(),
-                name=(row.get("name") or "").strip(),
-                parent_key=(row.get("parent_key") or "").strip(),
-                definition=row.get("definition") or "",
-                inclusion=row.get("inclusion") or "",
-                exclusion=row.get("exclusion") or "",
-                example=row.get("example") or "",
+                key=_cell(row.get("key")).strip(),
+                level=_cell(row.get("level")).strip(),
+                name=_cell(row.get("name")).strip(),
+                parent_key=_cell(row.get("parent_key")).strip(),
+                definition=_cell(row.get("definition")),
+                inclusion=_cell(row.get("inclusion")),
+                exclusion=_cell(row.get("exclusion")),
+                example=_cell(row.get("example")),
                 row=row_no,
             )
         )
         if row.get("codebook"):
-            names.add(row["codebook"])
+            names.add(_cell(row["codebook"]))
         if row.get("version"):
             versions.add(row["version"])
     if not specs:

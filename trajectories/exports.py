@@ -6,6 +6,8 @@ import csv
 import io
 from collections.abc import Iterable, Iterator
 
+from config.spreadsheet import spreadsheet_safe
+
 from .metrics import METRIC_FIELDS
 from .models import Run
 
@@ -32,17 +34,6 @@ def metrics_row(run: Run) -> dict[str, object]:
 def metrics_rows(runs: Iterable[Run]) -> Iterator[dict[str, object]]:
     for run in runs:
         yield metrics_row(run)
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value: object) -> object:
-    """A text cell a spreadsheet would run as a formula (it begins with = + - @, a tab or a carriage
-    return) gets a leading apostrophe, as OWASP recommends; numbers are left alone."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
 
 
 def csv_lines(rows: Iterable[dict[str, object]], columns: tuple[str, ...]) -> Iterator[str]:

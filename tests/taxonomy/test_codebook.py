@@ -175,3 +175,18 @@ def test_frozen_means_frozen_in_the_admin_and_the_models(admin_user, codebook, t
     form = client.get(f"/admin/annotation/study/{study.pk}/change/").content.decode()
     assert 'name="codebook"' not in form  # shown, not editable
     assert Code.objects.filter(codebook=codebook).count() == 49
+
+
+def test_codebook_csv_is_spreadsheet_safe_and_still_round_trips(codebook, admin_user):
+    from taxonomy.models import Codebook
+    from taxonomy.services import code_update, codebook_csv, codebook_import_csv, codebook_new_version
+
+    draft = codebook_new_version(codebook=codebook, user=admin_user)
+    code = draft.codes.get(key="same-file-collision")
+    code_update(code=code, definition="=HYPERLINK(\"http://evil\")", example="-- a bullet")
+    text = codebook_csv(draft)
+    assert "'=HYPERLINK" in text and "'-- a bullet" in text
+    Codebook.objects.filter(pk=draft.pk).delete()  # a fresh database, for the test
+    again = codebook_import_csv(text=text)
+    assert again.codes.get(key="same-file-collision").definition == "=HYPERLINK(\"http://evil\")"
+    assert codebook_csv(again) == text
