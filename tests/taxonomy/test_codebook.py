@@ -183,10 +183,10 @@ def test_codebook_csv_is_spreadsheet_safe_and_still_round_trips(codebook, admin_
 
     draft = codebook_new_version(codebook=codebook, user=admin_user)
     code = draft.codes.get(key="same-file-collision")
-    code_update(code=code, definition="=HYPERLINK(\"http://evil\")", example="-- a bullet")
+    code_update(code=code, definition='=HYPERLINK("http://evil")', example="-- a bullet")
     text = codebook_csv(draft)
     assert "'=HYPERLINK" in text and "'-- a bullet" in text
     Codebook.objects.filter(pk=draft.pk).delete()  # a fresh database, for the test
     again = codebook_import_csv(text=text)
-    assert again.codes.get(key="same-file-collision").definition == "=HYPERLINK(\"http://evil\")"
+    assert again.codes.get(key="same-file-collision").definition == '=HYPERLINK("http://evil")'
     assert codebook_csv(again) == text
