@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 _KEY_VALUE = re.compile(r"^([a-z_][a-z0-9_]*):\s?(.*)$")
 _FAILURE = re.compile(r"^##\s+Failure\s+(\d+)\s*$", re.IGNORECASE)
 _ANCHOR = re.compile(r"`([^`]+)`")
+INDENT = "  "  # a value's continuation line
 
 
 @dataclass
@@ -51,8 +52,10 @@ class PublishedFormatError(ValueError):
 
 def parse_annotation_md(text: str, *, name: str = "annotation.md") -> PublishedRecord:
     """Every field of the record: the header, the prose sections (kept as written), and each
-    `## Failure N` block. A value may run on over the following lines (until the next `key:`
-    line, heading or blank line); a `# title` before the header is allowed."""
+    `## Failure N` block. A value may run on over the following lines: unindented ones until the
+    next `key:` line, heading or blank line; lines indented by two spaces whatever they hold
+    (blank ones too — how `render_annotation_md` writes a value of several paragraphs). A
+    `# title` before the header is allowed."""
     record = PublishedRecord(name=name, text=text)
     current: PublishedFailure | None = None
     section: str | None = None
@@ -60,6 +63,10 @@ def parse_annotation_md(text: str, *, name: str = "annotation.md") -> PublishedR
     last: tuple[dict[str, str], str] | None = None  # the field a continuation line extends
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.rstrip()
+        if last is not None and raw.startswith(INDENT) and section is None:
+            fields, key = last
+            fields[key] += "\n" + raw[len(INDENT) :].rstrip()
+            continue
         heading = _FAILURE.match(line)
         if heading:
             current = PublishedFailure(number=int(heading.group(1)), line=lineno)
@@ -143,5 +150,7 @@ def render_annotation_md(*, header: dict[str, str], prose: str, failures: list[d
             if key in ANCHOR_KEYS:
                 value = ", ".join(f"`{anchor}`" for anchor in value or [])
             if value:
-                out.append(f"{key}: {value}")
+                first, *more = str(value).split("\n")
+                out.append(f"{key}: {first}")
+                out += [INDENT + line for line in more]
     return "\n".join(out) + "\n"

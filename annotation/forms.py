@@ -36,6 +36,8 @@ def parse_annotation_form(data: QueryDict) -> dict:
                 contrast=_lines(data.get(f"contrast-{code_id}", "")),
                 nearest_rejected_id=_int(rejected, f"rejected-{code_id}") if rejected else None,
                 rejection_reason=data.get(f"rejection-{code_id}", ""),
+                episode_id=data.get(f"episode-{code_id}", ""),
+                comparative_role=data.get(f"role-{code_id}", ""),
             )
         )
     return {

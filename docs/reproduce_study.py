@@ -51,10 +51,20 @@ class Bundle:
         return (self.path / name).read_text(encoding="utf-8")
 
     def table(self, name: str) -> list[dict[str, str]]:
-        return list(csv.DictReader(io.StringIO(self.text(f"{name}.csv"))))
+        rows = csv.DictReader(io.StringIO(self.text(f"{name}.csv")))
+        return [{key: as_written(value) for key, value in row.items()} for row in rows]
 
     def json(self, name: str):
         return json.loads(self.text(name))
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def as_written(value: str) -> str:
+    """A CSV cell without the apostrophe Parallax puts before text a spreadsheet would run as a
+    formula (`'-coder1` is the user `-coder1`)."""
+    return value[1:] if value.startswith("'") and value[1:].startswith(FORMULA_STARTS) else value
 
 
 def boolean(value: str) -> bool | None:

@@ -200,6 +200,11 @@ class AnchorError(ValueError):
     pass
 
 
+class AnchorUnchecked(AnchorError):
+    """The run has no stored files (imported by an older Parallax): the anchor can be neither
+    confirmed nor refused."""
+
+
 @dataclass(frozen=True)
 class Anchor:
     text: str  # as written

@@ -8,7 +8,16 @@ from dataclasses import dataclass
 from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, TextField, Value, When
 from django.urls import reverse
 
-from .artifacts import Anchor, AnchorError, diff_files, output_tests, parse_anchor, summary_counts, summary_tests
+from .artifacts import (
+    Anchor,
+    AnchorError,
+    AnchorUnchecked,
+    diff_files,
+    output_tests,
+    parse_anchor,
+    summary_counts,
+    summary_tests,
+)
 from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, Task
 
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
@@ -203,7 +212,12 @@ def resolve_anchor(*, run: Run, text: str, default_mode: str) -> ResolvedAnchor:
         found = logs[0] if len(logs) == 1 else None
     if found is None:
         names = list(files.order_by("path").values_list("path", flat=True)[:6])
-        listed = ", ".join(names) if names else "none: it was imported before Parallax kept files; import it again"
+        if not names:
+            raise AnchorUnchecked(
+                f"{anchor.text}: cannot be checked: the {anchor.mode} run #{side.pk} was imported before Parallax "
+                "kept files (an admin can import its files again: they are added to the stored run)"
+            )
+        listed = ", ".join(names)
         raise AnchorError(
             f"{anchor.text}: no file {anchor.path!r} in the {anchor.mode} run #{side.pk} (its files: {listed})"
         )

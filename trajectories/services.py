@@ -105,11 +105,26 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
     except FormatError as exc:
         return RunResult(source.name, "failed", message=exc.describe())
     except IntegrityError as exc:  # its content, or its (task, agent, mode), is stored already
-        return _refused(source, run, exc)
+        result = _refused(source, run, exc)
+        if result.status == "duplicate":
+            result.message += _backfill_files(run_id=result.run_id, source=source, lines=lines)
+        return result
     except DatabaseError as exc:
         return RunResult(source.name, "failed", message=f"{source.name}: database rejected the run ({exc})")
     lookups.keep()
     return RunResult(source.name, "imported", run_id=run.pk, warnings=run.warnings, events=run.n_events)
+
+
+def _backfill_files(*, run_id: int, source: RunSource, lines: dict) -> str:
+    """A run stored by a Parallax that did not keep files gets them when its source comes again."""
+    stored = Run.objects.get(pk=run_id)
+    if stored.files.exists():
+        return ""
+    with transaction.atomic():
+        store_files(run=stored, source=source, log_lines=lines, limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
+        if len(lines) == 1:  # one log: every agent was read from it
+            stored.contexts.filter(source_file="").update(source_file=source.relative(next(iter(lines))))
+    return "; its files, not stored before, are now"
 
 
 def _refused(source: RunSource, run: Run, exc: IntegrityError) -> RunResult:

@@ -151,7 +151,7 @@ def pair_anchor(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """Follow an anchor written in a coding of this run's pair (`?a=serial/cell/model.patch:12`;
     `side=contrast` when it was written as contrast, so that a bare path means the twin)."""
     run = _visible_run(request, run_id)
-    default_mode = Run.Mode.SEQUENTIAL if request.GET.get("side") == "contrast" else run.mode
+    default_mode = run.twin_mode if request.GET.get("side") == "contrast" else run.mode
     try:
         resolved = selectors.resolve_anchor(run=run, text=request.GET.get("a", ""), default_mode=default_mode)
     except AnchorError as exc:

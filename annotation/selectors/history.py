@@ -17,14 +17,19 @@ def run_history(*, study: Study, run_id: int) -> list[dict]:
         .order_by("at", "pk")
     )
     for entry in audits:
-        owner = entry.annotation.assignment.annotator.get_username()
+        who = entry.actor.get_username() if entry.actor else "—"
+        if entry.action == "reassign":
+            moved = entry.after or {}
+            summary = f"{moved.get('from', '?')}'s draft set aside; {moved.get('to', '?')} codes the run from scratch"
+        else:  # an annotator's own coding (or the study's record loaded for them): the labels as they stood
+            summary = f"{entry.action}: {_labels(entry.after)}"
         rows.append(
             {
                 "at": entry.at,
-                "who": entry.actor.get_username() if entry.actor else "—",
+                "who": who,
                 "kind": "coding",
                 "action": entry.action,
-                "summary": f"{entry.action} of {owner}'s coding: {_labels(entry.after)}",
+                "summary": summary,
                 "before": entry.before,
                 "after": entry.after,
             }

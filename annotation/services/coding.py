@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from taxonomy.models import Code
-from trajectories.artifacts import AnchorError
+from trajectories.artifacts import AnchorError, AnchorUnchecked
 from trajectories.models import Run
 from trajectories.selectors import resolve_anchor
 
@@ -171,7 +171,7 @@ def _clean_anchors(anchors: list[str]) -> list[str]:
     return out
 
 
-def anchor_problems(*, run: Run, labels) -> dict[str, list[str]]:
+def anchor_problems(*, run: Run, labels, unchecked: bool = True) -> dict[str, list[str]]:
     """The anchors of `labels` (Label rows or LabelInputs of a coding of `run`) that do not resolve
     to a file and line stored with the pair, by form field (`evidence-<code id>`). Evidence without
     a side cites the coded run, contrast its twin."""
@@ -181,6 +181,9 @@ def anchor_problems(*, run: Run, labels) -> dict[str, list[str]]:
             for text in getattr(label, name):
                 try:
                     resolve_anchor(run=run, text=text, default_mode=default_mode)
+                except AnchorUnchecked as exc:
+                    if unchecked:
+                        problems.setdefault(f"{name}-{label.code_id}", []).append(str(exc))
                 except AnchorError as exc:
                     problems.setdefault(f"{name}-{label.code_id}", []).append(str(exc))
     return problems
@@ -206,7 +209,8 @@ def annotation_submit(
     if not labels and not annotation.no_failure:
         errors["codes"] = "pick at least one failure mode, or choose 'no failure mode'"
     names = {label.code_id: label.code.name for label in labels}
-    problems = anchor_problems(run=annotation.assignment.run, labels=labels) if check_anchors else {}
+    # An anchor into a run imported before files were kept cannot be checked: said at save, not refused here.
+    problems = anchor_problems(run=annotation.assignment.run, labels=labels, unchecked=False) if check_anchors else {}
     for key, messages in problems.items():
         name, code_id = key.split("-")
         errors[key] = f"'{names[int(code_id)]}' {name}: " + "; ".join(messages)

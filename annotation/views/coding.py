@@ -78,6 +78,7 @@ def _status(
     refused: str = "Not saved.",
     warnings: list[str] | None = None,
     status: int = 200,
+    saved: bool = False,
 ) -> HttpResponse:
     conflict = status == 409 and isinstance(error, ConflictError)
     context = {
@@ -88,21 +89,26 @@ def _status(
         "conflict": conflict,
         "saved_labels": annotation.labels.select_related("code") if conflict else [],
         "oob": True,
+        # Only a save that went through moves the page to the new version: after any refusal the
+        # page keeps the version it last saved, so a later save cannot overwrite another tab's.
+        "send_version": saved or not error,
     }
     return render(request, "annotation/partials/save_status.html", context, status=status)
 
 
-def _apply(request: HtmxHttpRequest, annotation, write, *, refused: str = "Not saved.") -> HttpResponse | None:
+def _apply(
+    request: HtmxHttpRequest, annotation, write, *, refused: str = "Not saved.", saved: bool = False
+) -> HttpResponse | None:
     """Parse the annotate form and run `write(form)`; a refusal becomes the status fragment
     (409 for a stale version or a locked annotation, 422 for invalid input)."""
     try:
         write(parse_annotation_form(request.POST))
     except (ConflictError, LockedError) as exc:
         _reload(annotation)
-        return _status(request, annotation, error=exc, refused=refused, status=409)
+        return _status(request, annotation, error=exc, refused=refused, status=409, saved=saved)
     except AnnotationError as exc:
         _reload(annotation)
-        return _status(request, annotation, error=str(exc), refused=refused, status=422)
+        return _status(request, annotation, error=str(exc), refused=refused, status=422, saved=saved)
     return None
 
 
@@ -146,7 +152,9 @@ def submit(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
 
     # What is on the screen stays saved when locking is refused (a missing rationale, an anchor
     # that cites no file of the pair): the status says so.
-    refusal = _apply(request, annotation, write) or _apply(request, annotation, lock, refused="Saved, not submitted.")
+    refusal = _apply(request, annotation, write) or _apply(
+        request, annotation, lock, refused="Saved, not submitted.", saved=True
+    )
     if refusal:
         return refusal
     target = reverse("annotation:next")

@@ -103,3 +103,12 @@ def test_the_bundle_is_for_the_studys_lead_only(coded_study, trio, adjudicator, 
     assert response.status_code == 200 and response["Content-Type"] == "application/zip"
     assert zipfile.ZipFile(io.BytesIO(response.content)).testzip() is None
     assert client_for(admin_user).get(url).status_code == 200
+
+
+def test_names_a_spreadsheet_would_run_still_reproduce(coded_study, tmp_path, trio):  # noqa: F811
+    trio[0].username = "-coder1"  # Django allows it; the CSV writes '-coder1
+    trio[0].save()
+    call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
+    assert "'-coder1" in zipfile.ZipFile(tmp_path / "b.zip").read("independent_codings.csv").decode()
+    checked = reproduce(tmp_path / "b.zip", "--check")
+    assert checked.returncode == 0, checked.stdout

@@ -32,7 +32,7 @@ def test_a_runs_history_shows_every_step_in_order(study, codebook, trio, adjudic
 
     url = f"/annotate/studies/{study.pk}/runs/{run.pk}/history/"
     page = client_for(adjudicator).get(url).content.decode()
-    order = ["save of", "submit of", "discussion.open", "The summary dropped the test name.",
+    order = ["save: lossy-handoff", "submit: lossy-handoff", "discussion.open", "The summary dropped the test name.",
              "discussion.escalate", "adjudicated: stale-handoff"]  # fmt: skip
     positions = [page.index(text) for text in order]
     assert positions == sorted(positions), positions
@@ -55,3 +55,13 @@ def test_the_activity_log_is_append_only(study):
     ):
         with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
             attempt()
+
+
+def test_the_history_shows_the_published_record_in_the_page(study, adjudicator):
+    from annotation.models import PublishedRecord
+
+    run = study.runs.order_by("pk").first()
+    PublishedRecord.objects.create(study=study, run=run, name="annotation.md", text="pair_id: x/codex\n", header={})
+    page = client_for(adjudicator).get(f"/annotate/studies/{study.pk}/runs/{run.pk}/history/").content.decode()
+    title = page.split("<title>")[1].split("</title>")[0]
+    assert "pair_id" not in title and "pair_id: x/codex" in page.split("</title>")[1]

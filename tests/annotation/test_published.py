@@ -177,3 +177,17 @@ def test_the_structured_reviews_are_kept_and_summarised(dictdb_study, trio, tmp_
     bad = (SAMPLE.parent / "review.json").read_text().replace('"decision": "reject"', '"decision": "maybe"', 1)
     with pytest.raises(ReviewFormatError, match=r"field 'taxonomy_decisions\[0\]\.candidates\[0\]\.decision'"):
         parse_review(bad, name="review.json")
+
+
+def test_a_value_of_several_paragraphs_survives_export_and_import():
+    from annotation.annotation_md import render_annotation_md
+
+    reasoning = "[ann1] the child overwrote the tree.\n\n[ann2] note: the parent re-applied it.\n  indented"
+    text = render_annotation_md(
+        header={"pair_id": "t/codex"}, prose="",
+        failures=[{"top_label": "A", "sub_label": "B", "third_label": "C", "reasoning": reasoning,
+                   "parallel_evidence": ["parallel/x.jsonl:3"], "rejection_reason": "single line"}],
+    )  # fmt: skip
+    fields = parse_annotation_md(text).failures[0].fields
+    assert fields["reasoning"] == reasoning and fields["rejection_reason"] == "single line"
+    assert "note" not in fields  # a `word:` line inside a value stays in the value

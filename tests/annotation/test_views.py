@@ -205,3 +205,34 @@ def test_anonymous_is_redirected(study):
 
     assert Client().get("/annotate/").status_code == 302
     assert APIClient().get("/api/assignments/").status_code == 403
+
+
+def test_a_refused_save_never_hands_the_page_a_newer_version(study, trio, codebook):
+    """Tab 1 saves; tab 2 (still on version 1) sends an invalid form: the 422 must not move tab 2
+    to the new version, or its next save would overwrite tab 1 without a conflict."""
+    assignment = mine(study, trio[0]).first()
+    client = client_for(trio[0])
+    code = mode_code(codebook, "same-file-collision")
+    assert client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="tab 1"), **HTMX).status_code == 200
+    bad = client.post(f"/annotate/{assignment.pk}/save/", {"version": 1, "code": ["999999"]}, **HTMX)
+    assert bad.status_code in (409, 422) and 'name="version"' not in bad.content.decode()
+    # A refused submit after a good save does move the page on: what is on the page was saved.
+    refused = client.post(f"/annotate/{assignment.pk}/submit/", form(code, 2, rationale=""), **HTMX)
+    assert refused.status_code == 422 and 'value="3" hx-swap-oob="true"' in refused.content.decode()
+
+
+def test_the_annotate_page_keeps_episode_and_comparative_role(study, trio, codebook):
+    assignment = mine(study, trio[0]).first()
+    client = client_for(trio[0])
+    code = mode_code(codebook, "same-file-collision")
+    extra = {f"episode-{code.pk}": "ep-3", f"role-{code.pk}": "parallel_adverse"}
+    assert client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, **extra), **HTMX).status_code == 200
+    page = client.get(f"/annotate/{assignment.pk}/").content.decode()
+    assert 'value="ep-3"' in page and 'value="parallel_adverse"' in page
+    # the page posts them back, so a later web save keeps them
+    assert (
+        client.post(f"/annotate/{assignment.pk}/save/", form(code, 2, rationale="more", **extra), **HTMX).status_code
+        == 200
+    )
+    label = Annotation.objects.get(assignment=assignment).labels.get()
+    assert (label.episode_id, label.comparative_role) == ("ep-3", "parallel_adverse")

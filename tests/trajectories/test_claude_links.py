@@ -121,3 +121,13 @@ def test_a_lone_workflow_journal_is_not_a_run(tmp_path):
     write_jsonl(tmp_path / "wf" / "journal.jsonl", [{"type": "started", "key": "k", "agentId": "a"}])
     report = import_paths(paths=[tmp_path / "wf"])
     assert [r.status for r in report.results] == ["failed"] and "no trajectories found" in report.results[0].message
+
+
+def test_a_workflow_call_is_tied_only_to_the_workflow_it_names(tmp_path):
+    from trajectories.formats.claude_code import _Links
+
+    links = _Links()
+    links.workflows = {"fix-it": ("wf_aaa111", ["a1"]), "fix-it-twice": ("wf_bbb222", ["b1"])}
+    assert links._started("Workflow", {"script": "export const meta = { name: 'fix-it-twice' }"}) == "wf_bbb222"
+    assert links._started("Workflow", {"script": "name: 'fix-it'"}) == "wf_aaa111"
+    assert links._started("Workflow", {"script": "runs fix-it and then fix-it-twice"}) is None  # ambiguous

@@ -227,3 +227,25 @@ def test_diff_and_pytest_output_parsing():
         "tests/test_parse.py::test_named": ("failed", 6),
         "tests/test_parse.py::test_spans": ("passed", 4),
     }
+
+
+def test_a_run_stored_before_files_were_kept_gets_them_when_imported_again(tmp_path, study, trio, codebook):
+    from annotation.models import Assignment
+    from annotation.selectors.queue import annotation_for
+    from annotation.services.coding import LabelInput, anchor_problems, annotation_save, annotation_submit
+
+    run = study.runs.order_by("pk").first()
+    RunFile.objects.filter(run=run).delete()  # as an older Parallax stored it
+    assignment = Assignment.objects.filter(study=study, run=run).first()
+    anchor = f"parallel/{run.source_name}:3"
+    label = LabelInput(code_id=codebook.codes.get(key="lossy-handoff").pk, rationale="r", evidence=[anchor])
+    annotation = annotation_for(assignment=assignment)
+    annotation_save(annotation=annotation, actor=assignment.annotator, version=1, no_failure=False, notes="",
+                    labels=[label])  # fmt: skip
+    said = anchor_problems(run=run, labels=[label])
+    assert "cannot be checked" in next(iter(said.values()))[0]  # said at once…
+    annotation_submit(annotation=annotation, actor=assignment.annotator, version=annotation.version)  # …not refused
+    report = import_paths(paths=[tmp_path / "study"])
+    mine = next(r for r in report.results if r.run_id == run.pk)
+    assert mine.status == "duplicate" and mine.message.endswith("its files, not stored before, are now")
+    assert RunFile.objects.filter(run=run, kind="log").exists() and not anchor_problems(run=run, labels=[label])

@@ -17,6 +17,7 @@ retry: each attempt stays a sub-agent of its own, labelled "attempt k of n" of i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +29,9 @@ from .common import (
     first_json_line,
     iter_json_lines,
     load_json_file,
+    open_binary,
     parse_timestamp,
+    read_line,
     to_text,
 )
 from .records import (
@@ -422,23 +425,33 @@ class _Links:
         if tool in AGENT_TOOLS and isinstance(args, dict) and isinstance(args.get("prompt"), str):
             return self.prompts.get(args["prompt"].strip())
         if tool in WORKFLOW_TOOLS:
+            # Names the call's input spells out as whole words; several workflows named: no link.
             text = to_text(args)
-            return next((name for name in self.workflows if name in text), None)
+            named = {
+                self.workflows[name][0]
+                for name in self.workflows
+                if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)
+            }
+            return named.pop() if len(named) == 1 else None
         return None
 
 
 def _first_prompt(path: Path) -> str:
-    """The first user message of a sub-agent file: the prompt its Task/Agent call gave it."""
+    """The first user message of a sub-agent file: the prompt its Task/Agent call gave it (within
+    its first 50 lines, each read within the line limit; "" if none)."""
     try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(50), handle, strict=False):
+        with open_binary(path) as handle:
+            for number in range(1, 51):
+                raw = read_line(handle, name=path.name, lineno=number)
+                if not raw:
+                    return ""
                 try:
-                    obj = json.loads(line)
+                    obj = json.loads(raw)
                 except ValueError:
                     return ""
                 if isinstance(obj, dict) and obj.get("type") == "user":
                     return _message_text(obj).strip()
-    except OSError:
+    except (OSError, EOFError, FormatError):
         return ""
     return ""
 

@@ -265,13 +265,17 @@ def files_from_patch(patch: str) -> list[str]:
 
 
 def load_json_file(path: Path, *, display: str = "") -> Any:
-    """Small metadata files (cell.json, state.json, workflow json, manifests)."""
+    """Small metadata files (cell.json, state.json, workflow json, manifests), read whole: at most
+    PARALLAX_MAX_LINE_BYTES of them, a larger one is refused naming the file."""
     name = display or path.name
+    limit = _limit("PARALLAX_MAX_LINE_BYTES", 64 * 1024 * 1024)
     try:
         with open_binary(path) as handle:
-            data = handle.read()
-    except OSError as exc:
+            data = handle.read(limit + 1)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise FormatError(f"cannot read file: {exc}", file=name) from exc
+    if len(data) > limit:
+        raise FormatError(f"metadata file is larger than {limit:,} bytes (limit); refusing", file=name)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
