@@ -79,6 +79,20 @@
 
   function save() { htmx.trigger(form, "change"); }
 
+  // A save that never reached the server, or that the server failed on, is said on the page: the
+  // text stays where it is, and the next change tries again.
+  function saveFailed(event) {
+    if (!event.detail.elt.closest || !event.detail.elt.closest("#annotation-form")) return;
+    const status = document.getElementById("save-status");
+    const code = event.detail.xhr ? event.detail.xhr.status : 0;
+    status.className = "save-status error";
+    status.textContent = code
+      ? `Not saved: the server failed (${code}). What you typed is still here; keep this page open and try again.`
+      : "Not saved: the server could not be reached. What you typed is still here; it is saved at your next change.";
+  }
+  document.addEventListener("htmx:responseError", saveFailed);
+  document.addEventListener("htmx:sendError", saveFailed);
+
   // After a conflict (saved elsewhere), "Keep mine" saves this page over the saved version: only
   // then does the form take the saved version's number. "Take the saved one" is a plain reload.
   document.addEventListener("click", (event) => {

@@ -149,3 +149,21 @@ def test_two_tabs_on_one_coding_lose_nothing(page, live_server, study, trio):  #
     expect(second.locator("#save-status")).to_contain_text("Saved · version")
     label = Annotation.objects.get(assignment_id=assignment_id).labels.get()
     assert label.rationale == "Tab two's reading. And more."
+
+
+def test_a_save_the_server_fails_is_said_and_nothing_typed_is_lost(page, live_server, study, trio):  # noqa: F811
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    page.wait_for_load_state()
+    page.route("**/save/", lambda route: route.fulfill(status=500, body="boom"))
+    page.keyboard.press("/")
+    page.keyboard.type("lossy")
+    page.keyboard.press("Enter")
+    page.keyboard.type("Kept on the page.")
+    expect(page.locator("#save-status")).to_contain_text("Not saved: the server failed (500)")
+    card = page.locator("fieldset.label-card:not([hidden])")
+    assert card.locator("textarea").first.input_value() == "Kept on the page."
+    page.unroute("**/save/")
+    page.keyboard.type(" Again.")  # the next change saves
+    wait_until_saved(page)
