@@ -76,6 +76,7 @@ bench: install
 	$(PY) bench/agreement_bench.py
 	$(PY) bench/page_bench.py
 	$(PY) bench/import_bench.py
+	$(PY) bench/bomb_bench.py
 
 clean:
 	rm -rf $(VENV) var db.sqlite3* staticfiles

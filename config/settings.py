@@ -205,7 +205,7 @@ PARALLAX_MAX_COMPRESSION_RATIO = env_int("PARALLAX_MAX_COMPRESSION_RATIO", 200)
 # A batch "running" with no progress written for this long was left by a dead worker: its page says so.
 PARALLAX_IMPORT_STALL_SECONDS = env_int("PARALLAX_IMPORT_STALL_SECONDS", 10 * 60)
 # Longest line of a log read into memory; a longer one fails its file, naming the line.
-PARALLAX_MAX_LINE_BYTES = env_int("PARALLAX_MAX_LINE_BYTES", 64 * 1024 * 1024)
+PARALLAX_MAX_LINE_BYTES = env_int("PARALLAX_MAX_LINE_BYTES", 32 * 1024 * 1024)
 # Celery: eager (in-process) unless a broker is configured (make demo: filesystem://, below).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or None

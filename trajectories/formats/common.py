@@ -66,7 +66,7 @@ def open_binary(path: Path) -> IO[bytes]:
 
 def read_line(handle: IO[bytes], *, name: str, lineno: int) -> bytes:
     """One line, at most PARALLAX_MAX_LINE_BYTES of it in memory; a longer one is refused."""
-    limit = _limit("PARALLAX_MAX_LINE_BYTES", 64 * 1024 * 1024)
+    limit = _limit("PARALLAX_MAX_LINE_BYTES", 32 * 1024 * 1024)
     raw = handle.readline(limit + 1)
     if len(raw) > limit and not raw.endswith(b"\n"):
         raise FormatError(f"line is longer than {limit:,} bytes (limit); refusing", file=name, line=lineno)
@@ -268,7 +268,7 @@ def load_json_file(path: Path, *, display: str = "") -> Any:
     """Small metadata files (cell.json, state.json, workflow json, manifests), read whole: at most
     PARALLAX_MAX_LINE_BYTES of them, a larger one is refused naming the file."""
     name = display or path.name
-    limit = _limit("PARALLAX_MAX_LINE_BYTES", 64 * 1024 * 1024)
+    limit = _limit("PARALLAX_MAX_LINE_BYTES", 32 * 1024 * 1024)
     try:
         with open_binary(path) as handle:
             data = handle.read(limit + 1)
