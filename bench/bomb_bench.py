@@ -32,7 +32,10 @@ def build() -> dict[str, Path]:
         "200 MiB line": OUT / "long.jsonl",
         "ordinary run (baseline)": OUT / "ok.jsonl",
     }
-    header = b'{"type":"run","format":"parallax/1","task":{"benchmark":"b","id":"bomb"},"agent":{"system":"Codex"},"mode":"concurrent"}\n'
+    header = (
+        b'{"type":"run","format":"parallax/1","task":{"benchmark":"b","id":"bomb"},'
+        b'"agent":{"system":"Codex"},"mode":"concurrent"}\n'
+    )
     if not bombs["gzip 1 GiB"].exists():
         with gzip.open(bombs["gzip 1 GiB"], "wb", compresslevel=9) as gz:
             gz.write(header)
@@ -44,6 +47,7 @@ def build() -> dict[str, Path]:
             for i in range(1024):
                 zf.writestr(f"m{i:04d}.jsonl", b"\0" * MiB)
     if not bombs["tar.gz 1 GiB member"].exists():
+
         class Zeros(io.RawIOBase):
             left = 1024 * MiB
 
