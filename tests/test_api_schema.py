@@ -11,16 +11,20 @@ import schemathesis
 from django.core.wsgi import get_wsgi_application
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
-from schemathesis.specs.openapi.checks import ignored_auth
+from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SPEC = json.loads(json.dumps(SchemaGenerator().get_schema(request=None, public=True), default=str))
 api = schemathesis.openapi.from_dict(SPEC)
-# Documented false positive: `ignored_auth` swaps in an invalid *session cookie* (the schema's first
-# scheme) while the valid token these calls carry still authenticates them; 401/403 without
-# credentials is covered by tests/test_authorization.py.
-EXCLUDED = [ignored_auth]
+# Two checks are left out, for documented reasons (docs/annotation.md, API):
+# * `ignored_auth` swaps in an invalid *session cookie* (the schema's first scheme) while the valid
+#   token these calls carry still authenticates them; 401/403 without credentials is covered by
+#   tests/test_authorization.py.
+# * `positive_data_acceptance` expects every schema-valid body to be accepted, but the API's 422s are
+#   rules about the study's data that no schema can state: a code key of the pinned codebook, a draft
+#   with something to submit, a rationale for every mode.
+EXCLUDED = [ignored_auth, positive_data_acceptance]
 
 
 @pytest.fixture
@@ -31,7 +35,7 @@ def token(study, trio):
 
 
 @api.parametrize()
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_every_response_matches_the_schema(case, token):
     case.call_and_validate(
         app=get_wsgi_application(), headers={"Authorization": f"Token {token}"}, excluded_checks=EXCLUDED
