@@ -139,3 +139,12 @@ def test_api_answers_json_only(annotator, settings):
     assert nowhere.status_code == 404 and nowhere["Content-Type"] == "application/json"
     page = client.get("/api/assignments/", HTTP_ACCEPT="text/html")
     assert page["Content-Type"].startswith("application/json")  # no browsable HTML API outside development
+
+
+def test_api_page_numbers_are_strict(annotator):
+    client = APIClient()
+    client.force_authenticate(annotator)
+    for bad in ("", "0", "x", "-1", "1.5"):
+        response = client.get("/api/assignments/", {"page": bad})
+        assert response.status_code == 400 and "page" in response.json(), bad
+    assert client.get("/api/assignments/", {"page": "1"}).status_code == 200
