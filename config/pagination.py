@@ -17,3 +17,10 @@ class StrictPageNumberPagination(PageNumberPagination):
         ):
             raise ValidationError({self.page_query_param: f"expected a positive integer, got {raw!r}"})
         return super().get_page_number(request, paginator)
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_query_param:
+                parameter["schema"] = {**parameter.get("schema", {}), "minimum": 1}
+        return parameters
