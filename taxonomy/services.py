@@ -212,9 +212,6 @@ def codebook_csv(codebook: Codebook) -> str:
     return out.getvalue()
 
 
-_cell = spreadsheet_unsafe  # the codebook CSV is also an import format: read cells back as written
-
-
 def codebook_import_csv(*, text: str, name: str | None = None, user=None) -> Codebook:
     """Create a draft codebook from CSV (the export's shape). Any bad row rejects the whole file."""
     reader = csv.DictReader(io.StringIO(text))
@@ -226,19 +223,19 @@ def codebook_import_csv(*, text: str, name: str | None = None, user=None) -> Cod
     for row_no, row in enumerate(reader, start=2):
         specs.append(
             CodeSpec(
-                key=_cell(row.get("key")).strip(),
-                level=_cell(row.get("level")).strip(),
-                name=_cell(row.get("name")).strip(),
-                parent_key=_cell(row.get("parent_key")).strip(),
-                definition=_cell(row.get("definition")),
-                inclusion=_cell(row.get("inclusion")),
-                exclusion=_cell(row.get("exclusion")),
-                example=_cell(row.get("example")),
+                key=spreadsheet_unsafe(row.get("key")).strip(),
+                level=spreadsheet_unsafe(row.get("level")).strip(),
+                name=spreadsheet_unsafe(row.get("name")).strip(),
+                parent_key=spreadsheet_unsafe(row.get("parent_key")).strip(),
+                definition=spreadsheet_unsafe(row.get("definition")),
+                inclusion=spreadsheet_unsafe(row.get("inclusion")),
+                exclusion=spreadsheet_unsafe(row.get("exclusion")),
+                example=spreadsheet_unsafe(row.get("example")),
                 row=row_no,
             )
         )
         if row.get("codebook"):
-            names.add(_cell(row["codebook"]))
+            names.add(spreadsheet_unsafe(row["codebook"]))
         if row.get("version"):
             versions.add(row["version"])
     if not specs:

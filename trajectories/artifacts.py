@@ -60,16 +60,6 @@ def read_text(path: Path, *, limit: int) -> tuple[str, bool]:
     return text.replace("\x00", "\ufffd"), truncated
 
 
-def count_lines(data_chunks) -> int:
-    """Lines in a stream of byte chunks, counting a last line without a newline."""
-    lines, last = 0, b"\n"
-    for chunk in data_chunks:
-        if chunk:
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return lines + (last != b"\n")
-
-
 # -- the evaluation and the tests --------------------------------------------------------------
 
 

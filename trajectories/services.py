@@ -30,7 +30,6 @@ from django.utils import timezone
 from activity.services import record
 
 from . import archives
-from .artifacts import count_lines
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
 from .formats.records import FormatError, RunSource
 from .models import ImportBatch, Run
@@ -59,11 +58,14 @@ def content_hash(files: Iterable[Path], *, display: Callable[[Path], str]) -> tu
     lines: dict[Path, int | None] = {}
     for path in sorted(files, key=display):
         digest.update(display(path).encode() + b"\0")
-        compressed = path.name.endswith(".gz")
+        n_lines, last = 0, b"\n"
         with path.open("rb") as handle:
-            chunks = iter(lambda: handle.read(1024 * 1024), b"")
-            n_lines = count_lines(digest.update(chunk) or chunk for chunk in chunks)
-        lines[path] = None if compressed else n_lines
+            while chunk := handle.read(1024 * 1024):
+                digest.update(chunk)
+                n_lines += chunk.count(b"\n")
+                last = chunk[-1:]
+        # A last line without a newline counts; a compressed file's lines are not counted.
+        lines[path] = None if path.name.endswith(".gz") else n_lines + (last != b"\n")
         digest.update(b"\0")
     return digest.hexdigest(), lines
 

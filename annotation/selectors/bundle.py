@@ -110,17 +110,9 @@ def pair_key(run) -> str:
 
 
 def independent_rows(study: Study) -> Iterable[dict]:
-    first: dict[int, AuditEntry] = {}
-    entries = (
-        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
-        .select_related("annotation__assignment__annotator", "annotation__assignment__run__task__benchmark")
-        .select_related("annotation__assignment__run__agent")
-        .order_by("at", "pk")
-    )
-    for entry in entries:
-        first.setdefault(entry.annotation_id, entry)
     codes = {c.key: c for c in study.codebook.codes.select_related("parent__parent")}
-    for entry in sorted(first.values(), key=lambda e: (e.annotation.assignment.run_id, e.annotation.assignment.slot)):
+    first = dashboard.first_submissions(study=study)
+    for entry in sorted(first, key=lambda e: (e.annotation.assignment.run_id, e.annotation.assignment.slot)):
         assignment = entry.annotation.assignment
         base = {
             "run_id": assignment.run_id,

@@ -15,6 +15,21 @@ from ..stats.agreement import Coding, Taxonomy, agreement_report, headline_boots
 from ..stats.reports import FinalInstance, PairOutcome, concurrency_helped, failure_mode_table, outcome_comparison
 
 
+def first_submissions(*, study: Study) -> list[AuditEntry]:
+    """Each annotation's first submit entry: the *independent* coding (its `after` snapshot), as
+    agreement uses it and the reproducibility bundle exports it. One query."""
+    first: dict[int, AuditEntry] = {}
+    entries = (
+        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
+        .select_related("annotation__assignment__annotator")
+        .select_related("annotation__assignment__run__task__benchmark", "annotation__assignment__run__agent")
+        .order_by("at", "pk")
+    )
+    for entry in entries:
+        first.setdefault(entry.annotation_id, entry)
+    return list(first.values())
+
+
 def agreement_input(*, study: Study):
     """The study's taxonomy and every *independent* coding: the label set each annotator
     submitted first (from the submit entry of the history), not later discussion revisions."""
@@ -24,21 +39,13 @@ def agreement_input(*, study: Study):
         if code.level == "mode":
             sub = codes[code.parent_id]
             modes[code.key] = (sub.key, codes[sub.parent_id].key)
-    first_submit = {}
-    entries = (
-        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
-        .select_related("annotation__assignment__annotator")
-        .order_by("at", "pk")
-    )
-    for entry in entries:
-        first_submit.setdefault(entry.annotation_id, entry)
     codings = [
         Coding(
             item=str(e.annotation.assignment.run_id),
             annotator=e.annotation.assignment.annotator.username,
             codes=frozenset(label["code"] for label in (e.after or {}).get("labels", [])),
         )
-        for e in first_submit.values()
+        for e in first_submissions(study=study)
     ]
     return Taxonomy(modes), codings
 
