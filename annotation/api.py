@@ -80,7 +80,11 @@ class AnnotationWriteSerializer(serializers.Serializer):
     version = serializers.IntegerField(help_text="the version you read; a stale one gets 409")
     no_failure = serializers.BooleanField(default=False)
     notes = serializers.CharField(allow_blank=True, default="")
-    labels = LabelInputSerializer(many=True, default=list)
+    labels = LabelInputSerializer(
+        many=True,
+        default=list,
+        help_text="one entry per instance (episode) of a mode: repeat a mode for its further episodes, in order",
+    )
 
 
 class SubmitSerializer(serializers.Serializer):

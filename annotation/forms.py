@@ -1,11 +1,13 @@
-"""Reading the annotate form (checkbox per mode, fields suffixed with the mode id)."""
+"""Reading the annotate form: a checkbox per mode; each instance (episode) of a picked mode has its
+fields suffixed with the mode id, and with the instance number from the second on
+(`rationale-7`, `rationale-7-2`); `instance-7` lists the instances on the form (default: one)."""
 
 from __future__ import annotations
 
 from django.http import QueryDict
 
 from .errors import AnnotationError
-from .services.coding import LabelInput
+from .services.coding import MAX_INSTANCES, LabelInput, field_key
 
 
 def _int(value: str | None, field: str) -> int:
@@ -19,27 +21,38 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.replace(",\n", "\n").splitlines() if line.strip()]
 
 
+def _instance(data: QueryDict, code_id: int, k: int) -> LabelInput:
+    def value(name: str) -> str:
+        return data.get(field_key(name, code_id, k), "")
+
+    rejected = value("rejected")
+    return LabelInput(
+        code_id=code_id,
+        rationale=value("rationale"),
+        realized_consequence=value("consequence"),
+        evidence=_lines(value("evidence")),
+        contrast=_lines(value("contrast")),
+        nearest_rejected_id=_int(rejected, field_key("rejected", code_id, k)) if rejected else None,
+        rejection_reason=value("rejection"),
+        episode_id=value("episode"),
+        comparative_role=value("role"),
+    )
+
+
 def parse_annotation_form(data: QueryDict) -> dict:
     """The annotate form as the keyword arguments of annotation_save / annotation_revise:
     version, no_failure, notes, labels."""
     version = _int(data.get("version"), "version")
     labels = []
-    for raw in data.getlist("code"):
+    for raw in dict.fromkeys(data.getlist("code")):
         code_id = _int(raw, "code")
-        rejected = data.get(f"rejected-{code_id}") or ""
-        labels.append(
-            LabelInput(
-                code_id=code_id,
-                rationale=data.get(f"rationale-{code_id}", ""),
-                realized_consequence=data.get(f"consequence-{code_id}", ""),
-                evidence=_lines(data.get(f"evidence-{code_id}", "")),
-                contrast=_lines(data.get(f"contrast-{code_id}", "")),
-                nearest_rejected_id=_int(rejected, f"rejected-{code_id}") if rejected else None,
-                rejection_reason=data.get(f"rejection-{code_id}", ""),
-                episode_id=data.get(f"episode-{code_id}", ""),
-                comparative_role=data.get(f"role-{code_id}", ""),
+        instances = sorted({_int(k, f"instance-{code_id}") for k in data.getlist(f"instance-{code_id}")}) or [1]
+        if len(instances) > MAX_INSTANCES or any(not 1 <= k <= MAX_INSTANCES for k in instances):
+            raise AnnotationError(
+                f"instance-{code_id}: at most {MAX_INSTANCES} episodes of one mode, numbered from 1",
+                {f"instance-{code_id}": "out of range"},
             )
-        )
+        labels.extend(_instance(data, code_id, k) for k in instances)
     return {
         "version": version,
         "no_failure": data.get("no_failure") in ("on", "true", "1"),

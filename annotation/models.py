@@ -94,9 +94,11 @@ class Annotation(models.Model):
         return self.status == self.Status.SUBMITTED
 
 
-# What an annotator records for each failure mode picked (the Label fields beside its code); the
-# audit trail, the API and the exports all list these. nearest_rejected is a code, by key.
+# What an annotator records for each instance (episode) of a failure mode picked (the Label fields
+# beside its code); the audit trail, the API and the exports all list these. nearest_rejected is a
+# code, by key.
 LABEL_FIELDS = (
+    "instance",
     "rationale",
     "realized_consequence",
     "evidence",
@@ -121,6 +123,9 @@ class LabelFields(models.Model):
     comparative_role = models.CharField(
         max_length=200, blank=True, default="", help_text="e.g. parallel_adverse_but_not_outcome_differential"
     )
+    # One row is one *instance* of its mode: an episode. A run that shows a mode in several episodes
+    # has several rows for that code, numbered 1, 2, … (docs/agreement.md: Table 3 counts these).
+    instance = models.PositiveSmallIntegerField(default=1, help_text="Episode of this mode in the run: 1, 2, …")
 
     class Meta:
         abstract = True
@@ -139,8 +144,11 @@ class Label(LabelFields):
     code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="labels")
 
     class Meta:
-        ordering = ["annotation", "code__position"]
-        constraints = [models.UniqueConstraint(fields=["annotation", "code"], name="label_once_per_code")]
+        ordering = ["annotation", "code__position", "instance"]
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "code", "instance"], name="label_instance_once"),
+            models.CheckConstraint(condition=Q(instance__gte=1), name="label_instance_from_one"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.code} on {self.annotation}"
@@ -209,7 +217,11 @@ class FinalLabel(LabelFields):
     decided_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["final", "code"], name="final_label_once_per_code")]
+        ordering = ["final", "code__position", "instance"]
+        constraints = [
+            models.UniqueConstraint(fields=["final", "code", "instance"], name="final_label_instance_once"),
+            models.CheckConstraint(condition=Q(instance__gte=1), name="final_label_instance_from_one"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.code} in {self.final}"

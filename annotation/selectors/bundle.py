@@ -24,7 +24,17 @@ from . import dashboard
 from .exports import LABEL_COLUMNS, label_rows
 
 BOOTSTRAP_RESAMPLES = 1000  # what the dashboard shows
-LABEL_DETAIL = LABEL_FIELDS  # every field recorded for a mode
+LABEL_DETAIL = tuple((name, "integer" if name == "instance" else "string") for name in LABEL_FIELDS)
+
+
+def _detail(fields: dict) -> dict:
+    """Every field recorded for one instance of a mode, as the bundle writes it (a coding submitted
+    before episodes were numbered is instance 1)."""
+    return {
+        name: int(fields.get(name) or 1) if kind == "integer" else _text(fields.get(name))
+        for name, kind in LABEL_DETAIL
+    }
+
 
 # table name -> (columns with their Frictionless types, description)
 TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
@@ -38,10 +48,10 @@ TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
             ("category", "string"),
             ("subcategory", "string"),
             ("mode", "string"),
-            *((name, "string") for name in LABEL_DETAIL),
+            *LABEL_DETAIL,
         ),
-        "Each annotator's first submission of each run (one row per mode; a 'no failure mode' coding is one row "
-        "with an empty mode). Agreement is computed on these.",
+        "Each annotator's first submission of each run (one row per mode instance; a 'no failure mode' coding is "
+        "one row with an empty mode). Agreement is computed on these.",
     ),  # fmt: skip
     "current_codings": (
         tuple((name, "string") for name in (*LABEL_COLUMNS, "revised")),
@@ -64,7 +74,7 @@ TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
             ("mode_name", "string"),
             ("label_provenance", "string"),
             ("label_decided_by", "string"),
-            *((name, "string") for name in LABEL_DETAIL),
+            *LABEL_DETAIL,
         ),
         "The study's final labels, one row per mode instance (a final 'no failure mode' is one row with an "
         "empty mode), with how each was reached.",
@@ -131,7 +141,7 @@ def independent_rows(study: Study) -> Iterable[dict]:
                 "category": code.parent.parent.key,
                 "subcategory": code.parent.key,
                 "mode": code.key,
-                **{name: _text(label.get(name)) for name in LABEL_DETAIL},
+                **_detail(label),
             }
 
 
@@ -161,7 +171,7 @@ def final_rows(study: Study) -> Iterable[dict]:
             "no_failure": final.no_failure,
             "decided_by": final.decided_by.get_username() if final.decided_by else "",
         }
-        labels = sorted(final.labels.all(), key=lambda fl: fl.code.position)
+        labels = sorted(final.labels.all(), key=lambda fl: (fl.code.position, fl.instance))
         if not labels:
             yield {**base, "mode": ""}
         for fl in labels:
@@ -176,7 +186,7 @@ def final_rows(study: Study) -> Iterable[dict]:
                 "mode_name": code.name,
                 "label_provenance": fl.provenance,
                 "label_decided_by": fl.decided_by.get_username() if fl.decided_by else "",
-                **{name: _text(value) for name, value in fl.content().items()},
+                **_detail(fl.content()),
             }
 
 
@@ -248,7 +258,7 @@ def parameters(study: Study) -> dict:
                 "interval": "percentile",
             },
         },  # fmt: skip
-        "table3": "final labels: one instance per (run, mode)",
+        "table3": "final labels: one instance per (run, mode, episode)",
         "rq1": "exact McNemar on paired task pass per agent, Holm's correction across agents",
     }
 

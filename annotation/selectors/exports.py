@@ -77,7 +77,7 @@ def label_rows(study: Study) -> Iterator[dict]:
             "code__parent__parent",
             "nearest_rejected",
         )
-        .order_by("annotation__assignment__run_id", "annotation__assignment__slot", "code__position")
+        .order_by("annotation__assignment__run_id", "annotation__assignment__slot", "code__position", "instance")
     )
     for label in labels.iterator(chunk_size=1000):
         yield _label_row(study, label.annotation, label)

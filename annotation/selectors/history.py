@@ -4,6 +4,8 @@ in time order. Three queries."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from activity.models import ActivityEntry
 
 from ..models import AuditEntry, Comment, Study
@@ -64,5 +66,6 @@ def _labels(snapshot: dict | None) -> str:
         return "—"
     if snapshot.get("no_failure"):
         return "no failure mode"
-    codes = [label.get("code", "?") for label in snapshot.get("labels", [])]
+    episodes = Counter(label.get("code", "?") for label in snapshot.get("labels", []))
+    codes = [code if n == 1 else f"{code} ×{n} episodes" for code, n in episodes.items()]
     return ", ".join(codes) if codes else "nothing picked"

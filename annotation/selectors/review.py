@@ -40,21 +40,19 @@ def discussion_for(*, user: AbstractBaseUser, discussion_id: int) -> Discussion 
 
 
 def codings_compare(*, discussion) -> dict:
-    """Both codings of a discussed run, side by side: one row per mode either picked."""
+    """Both codings of a discussed run, side by side: one row per mode either picked, each cell the
+    episodes (instances) that annotator recorded of it."""
     annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
-    for annotation in annotations:
-        annotation.label_map = {
-            label.code_id: label
-            for label in annotation.labels.select_related("code__parent__parent", "nearest_rejected")
-        }
     codes = {}
     for annotation in annotations:
-        for label in annotation.label_map.values():
+        annotation.label_map = {}
+        for label in annotation.labels.select_related("code__parent__parent", "nearest_rejected"):
+            annotation.label_map.setdefault(label.code_id, []).append(label)
             codes[label.code_id] = label.code
     rows = []
     for code_id, code in sorted(codes.items(), key=lambda item: item[1].position):
-        cells = [a.label_map.get(code_id) for a in annotations]
-        rows.append({"code": code, "cells": cells, "differs": any(c is None for c in cells)})
+        cells = [a.label_map.get(code_id, []) for a in annotations]
+        rows.append({"code": code, "cells": cells, "differs": any(not c for c in cells)})
     return {
         "annotations": annotations,
         "rows": rows,

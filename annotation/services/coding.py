@@ -3,6 +3,8 @@ revision of a submitted coding while its run is under discussion. Every change i
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -21,6 +23,9 @@ from .review import discussion_require_open, run_reconcile
 
 @dataclass
 class LabelInput:
+    """One instance (episode) of a failure mode. Several inputs with one code are that mode's
+    instances, numbered 1, 2, … in the order given."""
+
     code_id: int
     rationale: str = ""
     realized_consequence: str = ""
@@ -30,6 +35,24 @@ class LabelInput:
     rejection_reason: str = ""
     episode_id: str = ""
     comparative_role: str = ""
+
+
+MAX_INSTANCES = 50  # episodes of one mode in one run; the study's records have a handful
+
+
+def numbered(labels: Iterable) -> Iterator[tuple[int, object]]:
+    """(instance, label): a Label row's own instance; for LabelInputs, the k-th input of a code is
+    its instance k."""
+    seen: Counter[int] = Counter()
+    for label in labels:
+        seen[label.code_id] += 1
+        yield getattr(label, "instance", seen[label.code_id]), label
+
+
+def field_key(name: str, code_id: int, instance: int = 1) -> str:
+    """The annotate form's field (and error key) for a field of one instance: `rationale-7` for the
+    first instance of code 7, `rationale-7-2` for its second."""
+    return f"{name}-{code_id}" if instance == 1 else f"{name}-{code_id}-{instance}"
 
 
 def _ensure_stored(annotation: Annotation) -> None:
@@ -45,7 +68,9 @@ def _ensure_stored(annotation: Annotation) -> None:
 def snapshot(annotation: Annotation) -> dict:
     """An annotation's content as the audit trail keeps it (codes by key)."""
     labels = (
-        annotation.labels.select_related("code", "nearest_rejected").order_by("code__position") if annotation.pk else []
+        annotation.labels.select_related("code", "nearest_rejected").order_by("code__position", "instance")
+        if annotation.pk
+        else []
     )
     return {
         "status": annotation.status,
@@ -96,12 +121,12 @@ def _validate_labels(annotation: Annotation, no_failure: bool, labels: list[Labe
             errors[f"code-{label.code_id}"] = "not a failure mode of this study's codebook"
         if label.nearest_rejected_id and label.nearest_rejected_id not in codes:
             errors[f"rejected-{label.code_id}"] = "not a code of this study's codebook"
-    for label in labels:
+    for instance, label in numbered(labels):
         for name in ("episode_id", "comparative_role"):
             if len(getattr(label, name).strip()) > SHORT_FIELD_MAX:
-                errors[f"{name}-{label.code_id}"] = f"{name} is longer than {SHORT_FIELD_MAX} characters"
-    if len({label.code_id for label in labels}) != len(labels):
-        errors["codes"] = "a mode is picked twice"
+                errors[field_key(name, label.code_id, instance)] = f"{name} is longer than {SHORT_FIELD_MAX} characters"
+        if instance == MAX_INSTANCES + 1:
+            errors[field_key("code", label.code_id)] = f"more than {MAX_INSTANCES} episodes of one mode"
     if no_failure and labels:
         errors["no_failure"] = "'no failure mode' excludes picking modes"
     if errors:
@@ -124,7 +149,11 @@ def annotation_save(
     `revising` is for annotation_revise only (a submitted annotation under discussion)."""
     _validate_labels(annotation, no_failure, labels)
     if revising:
-        errors = {f"rationale-{label.code_id}": "needs a rationale" for label in labels if not label.rationale.strip()}
+        errors = {
+            field_key("rationale", label.code_id, instance): "needs a rationale"
+            for instance, label in numbered(labels)
+            if not label.rationale.strip()
+        }
         if errors:
             raise AnnotationError("every failure mode needs a rationale", errors)
     _ensure_stored(annotation)
@@ -139,6 +168,7 @@ def annotation_save(
             Label(
                 annotation=annotation,
                 code_id=label.code_id,
+                instance=instance,
                 rationale=label.rationale.strip(),
                 realized_consequence=label.realized_consequence.strip(),
                 evidence=_clean_anchors(label.evidence),
@@ -148,7 +178,7 @@ def annotation_save(
                 episode_id=label.episode_id.strip(),
                 comparative_role=label.comparative_role.strip(),
             )
-            for label in labels
+            for instance, label in numbered(labels)
         ]
     )
     after = snapshot(annotation)
@@ -173,19 +203,19 @@ def _clean_anchors(anchors: list[str]) -> list[str]:
 
 def anchor_problems(*, run: Run, labels, unchecked: bool = True) -> dict[str, list[str]]:
     """The anchors of `labels` (Label rows or LabelInputs of a coding of `run`) that do not resolve
-    to a file and line stored with the pair, by form field (`evidence-<code id>`). Evidence without
-    a side cites the coded run, contrast its twin."""
+    to a file and line stored with the pair, by form field (`evidence-<code id>[-<instance>]`).
+    Evidence without a side cites the coded run, contrast its twin."""
     problems: dict[str, list[str]] = {}
-    for label in labels:
+    for instance, label in numbered(labels):
         for name, default_mode in (("evidence", run.mode), ("contrast", run.twin_mode)):
             for text in getattr(label, name):
                 try:
                     resolve_anchor(run=run, text=text, default_mode=default_mode)
                 except AnchorUnchecked as exc:
                     if unchecked:
-                        problems.setdefault(f"{name}-{label.code_id}", []).append(str(exc))
+                        problems.setdefault(field_key(name, label.code_id, instance), []).append(str(exc))
                 except AnchorError as exc:
-                    problems.setdefault(f"{name}-{label.code_id}", []).append(str(exc))
+                    problems.setdefault(field_key(name, label.code_id, instance), []).append(str(exc))
     return problems
 
 
@@ -200,20 +230,20 @@ def annotation_submit(
         raise AnnotationError(
             "nothing is saved yet: pick failure modes (or 'no failure mode') first", {"codes": "empty"}
         )
-    labels = list(annotation.labels.select_related("code"))
+    labels = list(annotation.labels.select_related("code").order_by("code__position", "instance"))
     errors = {
-        f"rationale-{label.code_id}": f"'{label.code.name}' needs a rationale"
+        field_key("rationale", label.code_id, label.instance): f"'{_named(label)}' needs a rationale"
         for label in labels
         if not label.rationale.strip()
     }
     if not labels and not annotation.no_failure:
         errors["codes"] = "pick at least one failure mode, or choose 'no failure mode'"
-    names = {label.code_id: label.code.name for label in labels}
+    names = {field_key("", label.code_id, label.instance): _named(label) for label in labels}
     # An anchor into a run imported before files were kept cannot be checked: said at save, not refused here.
     problems = anchor_problems(run=annotation.assignment.run, labels=labels, unchecked=False) if check_anchors else {}
     for key, messages in problems.items():
-        name, code_id = key.split("-")
-        errors[key] = f"'{names[int(code_id)]}' {name}: " + "; ".join(messages)
+        name, _, suffix = key.partition("-")
+        errors[key] = f"'{names['-' + suffix]}' {name}: " + "; ".join(messages)
     if errors:
         raise AnnotationError("; ".join(errors.values()), errors)
     before = snapshot(annotation)
@@ -224,6 +254,11 @@ def annotation_submit(
     audit(annotation, actor, "submit", before=before, after=snapshot(annotation))
     run_reconcile(study=annotation.assignment.study, run_id=annotation.assignment.run_id)
     return annotation
+
+
+def _named(label: Label) -> str:
+    """A label's mode, with its episode when it is not the first: "Same-File Collision (episode 2)"."""
+    return label.code.name if label.instance == 1 else f"{label.code.name} (episode {label.instance})"
 
 
 def annotation_revise(

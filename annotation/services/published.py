@@ -3,7 +3,7 @@ annotator's submitted coding or as a run's final labels."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -15,7 +15,7 @@ from trajectories.models import Run
 from ..errors import AnnotationError
 from ..models import Assignment, FinalCoding, FinalLabel, PublishedRecord, Study
 from ..selectors.queue import annotation_for
-from .coding import LabelInput, anchor_problems, annotation_save, annotation_submit
+from .coding import LabelInput, anchor_problems, annotation_save, annotation_submit, numbered
 from .studies import assignment_add
 
 
@@ -26,7 +26,6 @@ class PublishedImportResult:
     imported: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # labels not in the codebook: reported, kept in notes
     unresolved: list[str] = field(default_factory=list)  # anchors that cite no stored file and line: reported, kept
-    repeated: list[str] = field(default_factory=list)  # further episodes of a mode already taken: reported, kept
     contradictions: list[str] = field(default_factory=list)  # header outcomes the imported runs contradict
     error: str = ""
 
@@ -89,20 +88,14 @@ def published_import(
                 f"{mode} under {code.parent.parent.name} > {code.parent.name})"
             )
             continue
-        if any(c.pk == code.pk for c, _ in picked):
-            first = next(f for c, f in picked if c.pk == code.pk)
-            result.repeated.append(
-                f"Failure {failure.number} is another episode of {code.name} (Failure {first.number}): "
-                "kept in the stored record and the notes; the coding holds the mode once"
-            )
-            continue
+        # A second block of one mode is its next episode (instance), as the study counts them.
+        episode = 1 + sum(c.pk == code.pk for c, _ in picked)
         picked.append((code, failure))
-        result.imported.append(code.name)
+        result.imported.append(code.name if episode == 1 else f"{code.name} (episode {episode})")
     note = "Imported from " + record.name
     if result.unknown:
         note += "\nLabels not in the codebook: " + "; ".join(result.unknown)
-    if result.repeated:
-        note += "\nFurther episodes: " + "; ".join(result.repeated)
+    inputs = [LabelInput(code_id=code.pk, **_recorded(failure, rejected_ids)) for code, failure in picked]
     if annotator is None:
         if FinalCoding.objects.filter(study=study, run=run).exists():
             raise AnnotationError(f"{record.name}: run {run.pk} already has final labels in {study}")
@@ -127,16 +120,15 @@ def published_import(
             [
                 FinalLabel(
                     final=final,
-                    code=code,
+                    instance=instance,
                     provenance=FinalCoding.Provenance.IMPORTED,
                     decided_by=actor,
-                    **_recorded(failure, rejected_ids),
+                    **asdict(label),
                 )
-                for code, failure in picked
+                for instance, label in numbered(inputs)
             ]
         )
-        cited = [LabelInput(code_id=code.pk, evidence=failure.anchors("parallel_evidence")) for code, failure in picked]
-        problems = anchor_problems(run=run, labels=cited)
+        problems = anchor_problems(run=run, labels=inputs)
         result.unresolved = [message for messages in problems.values() for message in messages]
         return result
     assignment = Assignment.objects.filter(study=study, run=run, annotator=annotator).first()
@@ -145,7 +137,6 @@ def published_import(
     annotation = annotation_for(assignment=assignment)
     if annotation.is_submitted:
         raise AnnotationError(f"{record.name}: {annotator} has already submitted run {run.pk}")
-    inputs = [LabelInput(code_id=code.pk, **_recorded(failure, rejected_ids)) for code, failure in picked]
     annotation_save(
         annotation=annotation,
         actor=actor or annotator,

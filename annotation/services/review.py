@@ -7,6 +7,7 @@ discussion_consensus | discussion_escalate → adjudicate.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -26,10 +27,15 @@ def mode_keys(annotation: Annotation) -> frozenset[str]:
     return frozenset(annotation.labels.values_list("code__key", flat=True))
 
 
+def episode_counts(annotation: Annotation) -> Counter[str]:
+    return Counter(annotation.labels.values_list("code__key", flat=True))
+
+
 def final_from_annotations(
     *, study: Study, run_id: int, annotations: list[Annotation], provenance: str, actor=None
 ) -> FinalCoding:
-    """Final labels = the (identical) mode set, each with both annotators' rationales and evidence."""
+    """Final labels = the (identical) mode set, each instance with both annotators' rationales and
+    evidence (merged_labels)."""
     final = FinalCoding.objects.create(
         study=study,
         run_id=run_id,
@@ -40,8 +46,10 @@ def final_from_annotations(
     merged = merged_labels(annotations)
     FinalLabel.objects.bulk_create(
         [
-            FinalLabel(final=final, code_id=code_id, provenance=provenance, decided_by=actor, **fields)
-            for code_id, fields in merged.items()
+            FinalLabel(
+                final=final, code_id=code_id, instance=instance, provenance=provenance, decided_by=actor, **fields
+            )
+            for (code_id, instance), fields in merged.items()
         ]
     )
     return final
@@ -50,16 +58,18 @@ def final_from_annotations(
 TEXT_FIELDS = ("rationale", "realized_consequence", "rejection_reason")
 
 
-def merged_labels(annotations: list[Annotation]) -> dict[int, dict]:
-    """Per mode, every field both annotators gave it: texts side by side, each marked with who
-    wrote it; anchors united; the nearest rejected label if they name the same one (else the first
-    named, the other kept in the rejection reason); episode and role as the first gave them."""
-    merged: dict[int, dict] = {}
+def merged_labels(annotations: list[Annotation]) -> dict[tuple[int, int], dict]:
+    """Per (mode, instance), every field both annotators gave it: a mode's instance k merges each
+    annotator's k-th episode of it (so the final has as many episodes as the coding with most);
+    texts side by side, each marked with who wrote it; anchors united; the nearest rejected label
+    if they name the same one (else the first named, the other kept in the rejection reason);
+    episode id and role as the first gave them."""
+    merged: dict[tuple[int, int], dict] = {}
     for annotation in annotations:
         who = annotation.assignment.annotator.get_username()
-        for label in annotation.labels.select_related("nearest_rejected"):
+        for label in annotation.labels.select_related("nearest_rejected").order_by("code__position", "instance"):
             entry = merged.setdefault(
-                label.code_id,
+                (label.code_id, label.instance),
                 {**dict.fromkeys(TEXT_FIELDS, ""), "evidence": [], "contrast": [], "nearest_rejected": None,
                  "episode_id": "", "comparative_role": ""},
             )  # fmt: skip
@@ -96,8 +106,13 @@ def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | No
         final = final_from_annotations(
             study=study, run_id=run_id, annotations=annotations, provenance=FinalCoding.Provenance.AGREED
         )
-        record("final.agreed", f"both codings agree: {_codes(first)}", study_id=study.pk, run_id=run_id,
-               modes=sorted(first))  # fmt: skip
+        said = f"both codings agree: {_codes(first)}"
+        counts = [episode_counts(a) for a in annotations]
+        if counts[0] != counts[1]:
+            # Agreement is on the modes; how many episodes each saw is kept (the final has the most).
+            differ = [key for key in sorted(first) if counts[0][key] != counts[1][key]]
+            said += "; episodes differ: " + ", ".join(f"{key} {counts[0][key]} / {counts[1][key]}" for key in differ)
+        record("final.agreed", said, study_id=study.pk, run_id=run_id, modes=sorted(first))
         return final
     discussion = Discussion.objects.create(study=study, run_id=run_id, agreement=1.0 - masi_distance(first, second))
     record("discussion.open", f"the codings differ ({_codes(first)} / {_codes(second)}): discussion opened",
@@ -182,7 +197,9 @@ def adjudicate(
     )
     errors = {}
     for ruling in rulings:
-        if ruling.code_id not in modes:
+        if sum(r.code_id == ruling.code_id for r in rulings) > 1:
+            errors[f"code-{ruling.code_id}"] = "ruled twice"
+        elif ruling.code_id not in modes:
             errors[f"code-{ruling.code_id}"] = "not a failure mode of this study's codebook"
         elif not ruling.rationale.strip():
             errors[f"rationale-{ruling.code_id}"] = "needs a rationale"
@@ -200,7 +217,8 @@ def adjudicate(
         no_failure=no_failure,
         note=note,
     )
-    # The adjudicator's rationale decides; what the annotators recorded for a ruled mode is kept.
+    # The adjudicator's rationale decides; what the annotators recorded for a ruled mode is kept,
+    # with its episodes (one instance if neither annotator picked the mode).
     annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
     recorded = merged_labels(annotations)
     FinalLabel.objects.bulk_create(
@@ -208,11 +226,15 @@ def adjudicate(
             FinalLabel(
                 final=final,
                 code_id=r.code_id,
+                instance=instance,
                 provenance=FinalCoding.Provenance.ADJUDICATED,
                 decided_by=actor,
-                **{**recorded.get(r.code_id, {}), "rationale": r.rationale.strip()},
+                **{**fields, "rationale": r.rationale.strip()},
             )
             for r in rulings
+            for instance, fields in (
+                [(k, f) for (code_id, k), f in recorded.items() if code_id == r.code_id] or [(1, {})]
+            )
         ]
     )
     discussion.status = Discussion.Status.ADJUDICATED

@@ -49,7 +49,9 @@ def next_run(request: HtmxHttpRequest) -> HttpResponse:
 def annotate(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     assignment = _own(request, assignment_id)
     annotation = selectors.annotation_for(assignment=assignment)
-    labels = {label.code_id: label for label in annotation.labels.all()} if annotation.pk else {}
+    labels: dict[int, list] = {}
+    for label in annotation.labels.all() if annotation.pk else []:
+        labels.setdefault(label.code_id, []).append(label)
     tree = selectors.picker_tree(study=assignment.study)
     modes = [mode for category in tree for sub in category.children for mode in sub.children]
     discussion = Discussion.objects.filter(study=assignment.study, run=assignment.run).first()
@@ -63,11 +65,17 @@ def annotate(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
         "revising": revising,
         "editable": not annotation.is_submitted or revising,
         "save_url": reverse("annotation:revise" if revising else "annotation:save", args=[assignment.pk]),
-        "cards": [(node.code, labels.get(node.code.pk)) for node in modes],
+        # Each mode's card holds its instances (episodes); an unpicked mode shows one empty instance.
+        "cards": [(node.code, _instances(labels.get(node.code.pk, [None]))) for node in modes],
         "all_codes": [node.code for node in modes],
         **pair_sides(assignment.run),
     }
     return render(request, "annotation/annotate.html", context)
+
+
+def _instances(labels: list) -> list[tuple[int, str, object]]:
+    """(instance number, form-field suffix, label) for one mode's card."""
+    return [(k, "" if k == 1 else f"-{k}", label) for k, label in enumerate(labels, start=1)]
 
 
 def _status(

@@ -6,15 +6,61 @@
   const search = document.getElementById("code-search");
   const noFailure = document.getElementById("no-failure");
   const boxes = () => Array.from(form.querySelectorAll('input[name="code"]'));
-  let activeCard = null;
+  // The instance (episode) that "cite" adds evidence to: the one last focused.
+  let activeInstance = null;
 
   function showCard(box) {
     const card = document.getElementById(box.dataset.card);
     if (!card) return;
     card.hidden = !box.checked;
     box.closest(".mode-option").classList.toggle("picked", box.checked);
-    if (box.checked) activeCard = card;
+    if (box.checked) activeInstance = card.querySelector(".instance");
+    numberInstances(card);
   }
+
+  // A mode's episodes are numbered 1..n: the first one's fields are rationale-<id>, the k-th's
+  // rationale-<id>-k (what the server reads); "remove" shows only when there are several.
+  function numberInstances(card) {
+    const instances = Array.from(card.querySelectorAll(".instance"));
+    instances.forEach((node, index) => {
+      const k = index + 1;
+      node.dataset.instance = k;
+      node.querySelector('[data-role="instance"]').value = k;
+      node.querySelector('[data-role="number"]').textContent = k;
+      node.querySelector("[data-remove-instance]").hidden = instances.length === 1;
+      node.querySelectorAll("[name]").forEach((field) => {
+        const match = field.name.match(/^([a-z]+)-(\d+)(-\d+)?$/);
+        if (match && match[1] !== "instance") field.name = `${match[1]}-${match[2]}${k === 1 ? "" : "-" + k}`;
+      });
+    });
+    card.classList.toggle("episodes", instances.length > 1);
+  }
+
+  form.addEventListener("click", (event) => {
+    const add = event.target.closest("[data-add-instance]");
+    const remove = event.target.closest("[data-remove-instance]");
+    if (!add && !remove) return;
+    event.preventDefault();
+    const card = event.target.closest(".label-card");
+    if (add) {
+      const last = card.querySelectorAll(".instance");
+      const copy = last[last.length - 1].cloneNode(true);
+      copy.querySelectorAll("textarea, input[type=text]").forEach((field) => { field.value = ""; });
+      copy.querySelectorAll("select").forEach((field) => { field.value = ""; });
+      copy.querySelector("details").open = false;
+      add.before(copy);
+      numberInstances(card);
+      activeInstance = copy;
+      copy.querySelector('[data-role="rationale"]').focus();
+    } else {
+      const node = remove.closest(".instance");
+      if (card.querySelectorAll(".instance").length === 1) return;
+      node.remove();
+      numberInstances(card);
+      if (activeInstance === node) activeInstance = card.querySelector(".instance");
+    }
+    save();
+  });
 
   function markImplied() {
     // A mode implies its subcategory and category: highlight them.
@@ -43,8 +89,8 @@
   });
 
   form.addEventListener("focusin", (event) => {
-    const card = event.target.closest(".label-card");
-    if (card) activeCard = card;
+    const instance = event.target.closest(".instance");
+    if (instance) activeInstance = instance;
   });
 
   function filter() {
@@ -123,12 +169,12 @@
     const button = event.target.closest(".cite");
     if (!button) return;
     event.preventDefault();
-    if (!activeCard || activeCard.hidden) {
+    if (!activeInstance || !activeInstance.isConnected || activeInstance.closest(".label-card").hidden) {
       alert("Pick a failure mode (or click into its card) first; the event is cited there.");
       return;
     }
     const role = button.dataset.mode === "sequential" ? "contrast" : "evidence";
-    const field = activeCard.querySelector(`[data-role="${role}"]`);
+    const field = activeInstance.querySelector(`[data-role="${role}"]`);
     const lines = field.value.split("\n").map((l) => l.trim()).filter(Boolean);
     if (!lines.includes(button.dataset.anchor)) lines.push(button.dataset.anchor);
     field.value = lines.join("\n");

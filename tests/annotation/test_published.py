@@ -120,15 +120,16 @@ def test_a_record_is_kept_whole_and_its_oddities_reported(dictdb_study, trio, ad
         with pytest.raises(AnnotationError, match="is not an annotator of"):
             published_import(study=dictdb_study, record=record, annotator=wrong)
     result = published_import(study=dictdb_study, record=record, annotator=trio[0])
-    assert result.repeated == [
-        "Failure 2 is another episode of Final-Tree Overwrite (Failure 1): kept in the stored record and the notes; "
-        "the coding holds the mode once"
-    ]
+    # the second block of the same mode is its second episode: an instance of its own, every field kept
+    assert result.imported == ["Final-Tree Overwrite", "Final-Tree Overwrite (episode 2)"]
+    first, second = Annotation.objects.get(assignment__annotator=trio[0]).labels.order_by("instance")
+    assert (first.instance, second.instance) == (1, 2) and first.code_id == second.code_id
+    assert second.rationale.startswith("The parallel run had live") and first.rationale.count("\n") == 1
+    assert second.content() == {**first.content(), "instance": 2, "rationale": second.rationale}
     # the header says the serial run failed; the imported sequential run passed
     assert len(result.contradictions) == 1 and "field 'serial_solution_passed' says false" in result.contradictions[0]
     stored = PublishedRecord.objects.get()
     assert stored.text == odd and stored.header["outcome_relation"] == "parallel_only_pass"
-    assert "Further episodes: Failure 2" in Annotation.objects.get(assignment__annotator=trio[0]).notes
 
 
 def test_import_export_import_gives_the_same_record(dictdb_study, tmp_path):

@@ -87,14 +87,15 @@ def test_concurrency_helped_rules():
 
 @pytest.fixture
 def coded_study(study, codebook, adjudicator):
-    """Every run coded twice: runs 1–3 agree on lossy-handoff, the rest disagree, one adjudicated."""
+    """Every run coded twice: runs 1–3 agree on lossy-handoff (on run 1 one annotator saw it in two
+    episodes), the rest disagree, one adjudicated."""
     from annotation.models import Discussion
     from annotation.services import review as flow
 
     lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
     for index, run in enumerate(study.runs.order_by("pk")):
         a, b = both(study, run)
-        code_run(a, [lossy])
+        code_run(a, [lossy, lossy] if index == 0 else [lossy])
         code_run(b, [lossy] if index < 3 else [stale])
     discussion = Discussion.objects.order_by("pk").first()
     flow.discussion_escalate(discussion=discussion, actor=both(study, discussion.run)[0].annotator)
@@ -109,7 +110,7 @@ def test_dashboard_access_and_content(coded_study, adjudicator, trio, admin_user
     assert client_for(admin_user).get(url).status_code == 200
     body = client_for(adjudicator).get(url).content.decode()
     assert "Mode-level mean pairwise pooled Cohen" in body and "95% bootstrap CI" in body
-    assert "Lossy Handoff" in body and "4 instances" in body and "Exact McNemar" in body
+    assert "Lossy Handoff" in body and "5 instances" in body and "Exact McNemar" in body
     assert "<svg" in body and "polyline" in body
     assert client_for(trio[0]).get("/annotate/studies/").content.decode().count("dashboard") == 0
 
@@ -128,14 +129,17 @@ def test_every_export_streams_and_rereads(coded_study, adjudicator, trio, kind):
     json_rows = api.get(f"/api/studies/{coded_study.pk}/exports/{kind}/").json()
     assert len(json_rows) == len(rows)
     if kind == "labels":
-        assert len(rows) == 12 and {r["mode"] for r in rows} == {"lossy-handoff", "stale-handoff"}
+        assert len(rows) == 13 and {r["mode"] for r in rows} == {"lossy-handoff", "stale-handoff"}
+        assert sorted(r["instance"] for r in rows).count("2") == 1  # run 1's second episode
         assert all(r["path"].startswith("Context and Global Information Problems > Overloaded Handoff >") for r in rows)
         assert {r["evidence"].rsplit(":", 1)[1] for r in rows} == {"3", "4"}
     if kind == "finals":
-        assert sorted(r["provenance"] for r in rows) == ["adjudicated", "agreed", "agreed", "agreed"]
+        assert sorted(r["provenance"] for r in rows) == ["adjudicated", "agreed", "agreed", "agreed", "agreed"]
+        assert [r["instance"] for r in rows if r["run_id"] == rows[0]["run_id"]] == ["1", "2"]
     if kind == "table3":
         modes = {r["key"]: r for r in rows if r["level"] == "mode"}
-        assert modes["lossy-handoff"]["count"] == "3" and float(modes["lossy-handoff"]["percent"]) == 75.0
+        # instances: run 1's two episodes of lossy-handoff count twice (docs/agreement.md)
+        assert modes["lossy-handoff"]["count"] == "4" and float(modes["lossy-handoff"]["percent"]) == 80.0
     if kind == "agreement":
         assert {r["level"] for r in rows} == {"mode", "subcategory", "category"} and len(rows) == 9
     if kind == "outcomes":

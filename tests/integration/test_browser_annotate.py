@@ -92,6 +92,45 @@ def test_cite_an_event_as_evidence(page, live_server, study, trio):  # noqa: F81
     assert evidence.input_value().endswith(".jsonl:6")
 
 
+def test_a_second_episode_is_added_cited_into_and_removed(page, live_server, study, trio):  # noqa: F811
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    page.wait_for_load_state()
+    assignment_id = int(page.url.rstrip("/").split("/")[-1])
+    page.keyboard.press("/")
+    page.keyboard.type("lossy")
+    page.keyboard.press("Enter")
+    page.keyboard.type("The first handoff lost the test name.")
+    card = page.locator("fieldset.label-card:not([hidden])")
+    expect(card.locator("[data-remove-instance]")).to_be_hidden()  # one episode: nothing to remove
+    card.locator("[data-add-instance]").click()  # the new episode's rationale has the focus
+    page.keyboard.type("The second handoff lost the stack trace.")
+    side = page.locator("section.side.concurrent")
+    side.locator("ol.contexts details").nth(1).locator("summary").click()
+    side.locator(".event .cite").first.click()  # cited into the episode last edited: the second
+    wait_until_saved(page)
+    page.wait_for_timeout(1500)  # the input autosave fires after 1.2 s of quiet
+    wait_until_saved(page)
+    labels = list(Annotation.objects.get(assignment_id=assignment_id).labels.order_by("instance"))
+    assert [(x.instance, x.rationale) for x in labels] == [
+        (1, "The first handoff lost the test name."),
+        (2, "The second handoff lost the stack trace."),
+    ]
+    assert labels[0].evidence == [] and labels[1].evidence[0].endswith(".jsonl:6")
+    # removing the first renumbers the second as episode 1, and that is what is saved
+    card.locator(".instance").first.locator("[data-remove-instance]").click()
+    expect(card.locator(".instance")).to_have_count(1)
+    expect(card.locator("[data-role=number]")).to_have_text("1")
+    page.wait_for_timeout(500)
+    wait_until_saved(page)
+    page.reload()
+    page.wait_for_selector("#annotation-form")
+    rationale = page.locator("fieldset.label-card:not([hidden]) textarea[data-role=rationale]")
+    expect(rationale).to_have_count(1)
+    assert rationale.input_value() == "The second handoff lost the stack trace."
+
+
 def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, trio, monkeypatch):  # noqa: F811
     """Ctrl+Enter while an autosave is in flight: the submit must queue behind it, not race it."""
     import time

@@ -53,8 +53,6 @@ class Command(BaseCommand):
                 self.stdout.write(self.style.WARNING(f"  unknown label (kept in notes): {unknown}"))
             for anchor in result.unresolved:
                 self.stdout.write(self.style.WARNING(f"  anchor not in the imported files (kept): {anchor}"))
-            for repeat in result.repeated:
-                self.stdout.write(self.style.WARNING(f"  {repeat}"))
             for contradiction in result.contradictions:
                 self.stdout.write(self.style.WARNING(f"  outcome contradicted: {contradiction}"))
             reviews = {

@@ -31,6 +31,8 @@ class Command(BaseCommand):
         if study is None:
             raise CommandError(f"no study {ref!r}")
         rng = random.Random(options["seed"])
+        # Episodes come from a stream of their own, so the modes picked stay what this seed always gave.
+        episodes = random.Random(options["seed"] + 1)
         modes = list(study.codebook.codes.filter(level="mode").order_by("position"))
         run_ids = sorted(set(Assignment.objects.filter(study=study).values_list("run_id", flat=True)))
         chosen = run_ids[: int(len(run_ids) * options["fraction"])]
@@ -44,14 +46,19 @@ class Command(BaseCommand):
                 annotation = annotation_for(assignment=assignment)
                 if annotation.is_submitted:
                     continue
-                labels = [
-                    LabelInput(
-                        code_id=m.pk,
-                        rationale=f"[demo data] synthetic rationale for {m.name}.",
-                        evidence=[anchor_text(Run.Mode.CONCURRENT, *rng.choice(lines))] if lines else [],
-                    )
-                    for m in picked
-                ]
+                labels = []
+                for m in picked:
+                    # now and then the run shows the mode in a second episode
+                    for k in range(1, 3 if episodes.random() < 0.15 else 2):
+                        cited = (rng if k == 1 else episodes).choice(lines) if lines else None
+                        labels.append(
+                            LabelInput(
+                                code_id=m.pk,
+                                rationale=f"[demo data] synthetic rationale for {m.name}"
+                                + (f", episode {k}." if k > 1 else "."),
+                                evidence=[anchor_text(Run.Mode.CONCURRENT, *cited)] if cited else [],
+                            )
+                        )
                 annotation_save(
                     annotation=annotation,
                     actor=assignment.annotator,
