@@ -53,7 +53,10 @@ class AnnotationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Annotation
-        fields = ["assignment", "status", "version", "no_failure", "notes", "labels", "updated_at", "submitted_at"]
+        fields = [
+            "assignment", "status", "version", "no_failure", "notes", "flagged", "flag_note", "skip_reason", "labels",
+            "updated_at", "submitted_at",
+        ]  # fmt: skip
         read_only_fields = fields
 
     @extend_schema_field(LabelSerializer(many=True))
@@ -80,6 +83,10 @@ class AnnotationWriteSerializer(serializers.Serializer):
     version = serializers.IntegerField(help_text="the version you read; a stale one gets 409")
     no_failure = serializers.BooleanField(default=False)
     notes = serializers.CharField(allow_blank=True, default="")
+    flagged = serializers.BooleanField(
+        required=False, help_text="ask for a discussion of the run even if the codings agree (left as is if absent)"
+    )
+    flag_note = serializers.CharField(allow_blank=True, required=False, help_text="what to discuss")
     labels = LabelInputSerializer(
         many=True,
         default=list,
@@ -158,6 +165,8 @@ class AnnotationAPI(APIView):
                 version=data["version"],
                 no_failure=data["no_failure"],
                 notes=data["notes"],
+                flagged=data.get("flagged"),
+                flag_note=data.get("flag_note"),
                 labels=labels,
             )
         except AnnotationError as exc:

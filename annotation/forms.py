@@ -57,5 +57,8 @@ def parse_annotation_form(data: QueryDict) -> dict:
         "version": version,
         "no_failure": data.get("no_failure") in ("on", "true", "1"),
         "notes": data.get("notes", ""),
+        # The flag's note is always on a form that has the flag; without it the flag is left as it is.
+        "flagged": data.get("flagged") in ("on", "true", "1") if "flag_note" in data else None,
+        "flag_note": data.get("flag_note"),
         "labels": labels,
     }

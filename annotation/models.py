@@ -79,6 +79,13 @@ class Annotation(models.Model):
     version = models.PositiveIntegerField(default=1, help_text="Optimistic lock: every save must name it.")
     no_failure = models.BooleanField(default=False, help_text="Explicitly: no failure mode in this run.")
     notes = models.TextField(blank=True, default="")
+    skip_reason = models.TextField(
+        blank=True, default="", help_text="Set when the annotator skipped the run for now (it goes to the queue's end)."
+    )
+    flagged = models.BooleanField(
+        default=False, help_text="The annotator asks for a discussion of this run, even if the two codings agree."
+    )
+    flag_note = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)

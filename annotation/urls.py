@@ -12,6 +12,7 @@ urlpatterns = [
     path("<int:assignment_id>/save/", coding.save, name="save"),
     path("<int:assignment_id>/submit/", coding.submit, name="submit"),
     path("<int:assignment_id>/revise/", coding.revise, name="revise"),
+    path("<int:assignment_id>/skip/", coding.skip, name="skip"),
     path("discussions/", review.discussion_list, name="discussions"),
     path("discussions/<int:discussion_id>/", review.discussion_detail, name="discussion"),
     path("discussions/<int:discussion_id>/comment/", review.discussion_comment, name="discussion_comment"),

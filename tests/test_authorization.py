@@ -47,6 +47,7 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "annotate/<int:assignment_id>/save/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
     "annotate/<int:assignment_id>/submit/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
     "annotate/<int:assignment_id>/revise/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
+    "annotate/<int:assignment_id>/skip/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
     "annotate/discussions/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/discussions/<int:discussion_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/discussions/<int:discussion_id>/comment/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),

@@ -60,7 +60,10 @@ def _ensure_stored(annotation: Annotation) -> None:
     if annotation.pk is not None:
         return
     stored, _ = Annotation.objects.get_or_create(assignment=annotation.assignment)
-    for name in ("id", "status", "version", "no_failure", "notes", "created_at", "updated_at", "submitted_at"):
+    for name in (
+        "id", "status", "version", "no_failure", "notes", "skip_reason", "flagged", "flag_note", "created_at",
+        "updated_at", "submitted_at",
+    ):  # fmt: skip
         setattr(annotation, name, getattr(stored, name))
     annotation._state.adding = False
 
@@ -77,6 +80,9 @@ def snapshot(annotation: Annotation) -> dict:
         "version": annotation.version,
         "no_failure": annotation.no_failure,
         "notes": annotation.notes,
+        "flagged": annotation.flagged,
+        "flag_note": annotation.flag_note,
+        "skip_reason": annotation.skip_reason,
         "labels": [{"code": label.code.key, **label.content()} for label in labels],
     }
 
@@ -143,10 +149,13 @@ def annotation_save(
     no_failure: bool,
     notes: str,
     labels: list[LabelInput],
+    flagged: bool | None = None,
+    flag_note: str | None = None,
     revising: bool = False,
 ) -> Annotation:
     """Autosave a draft: replaces its labels. Stale `version` → ConflictError, nothing written.
-    `revising` is for annotation_revise only (a submitted annotation under discussion)."""
+    `flagged`/`flag_note` (None: unchanged) ask for a discussion of the run whatever the other
+    coding says. `revising` is for annotation_revise only (a submitted annotation under discussion)."""
     _validate_labels(annotation, no_failure, labels)
     if revising:
         errors = {
@@ -161,7 +170,14 @@ def annotation_save(
     _claim_version(annotation, version, revising=revising)
     annotation.no_failure = no_failure
     annotation.notes = notes
-    annotation.save(update_fields=["no_failure", "notes"])
+    fields = ["no_failure", "notes"]
+    if not revising:  # a flag asks for a discussion before there is one
+        if flagged is not None:
+            annotation.flagged = flagged
+        if flag_note is not None:
+            annotation.flag_note = flag_note.strip()
+        fields += ["flagged", "flag_note"]
+    annotation.save(update_fields=fields)
     annotation.labels.all().delete()
     Label.objects.bulk_create(
         [
@@ -250,9 +266,26 @@ def annotation_submit(
     _claim_version(annotation, version)
     annotation.status = Annotation.Status.SUBMITTED
     annotation.submitted_at = timezone.now()
-    annotation.save(update_fields=["status", "submitted_at"])
+    annotation.skip_reason = ""  # a run skipped earlier and coded now is no longer skipped
+    annotation.save(update_fields=["status", "submitted_at", "skip_reason"])
     audit(annotation, actor, "submit", before=before, after=snapshot(annotation))
     run_reconcile(study=annotation.assignment.study, run_id=annotation.assignment.run_id)
+    return annotation
+
+
+@transaction.atomic
+def annotation_skip(*, annotation: Annotation, actor: AbstractBaseUser, reason: str) -> Annotation:
+    """Set a run aside for now, saying why: it moves to the end of the annotator's queue (what is
+    coded so far stays as it is). Coding it later and submitting clears the skip."""
+    if annotation.is_submitted:
+        raise LockedError("this run is submitted: there is nothing to skip")
+    if not reason.strip():
+        raise AnnotationError("say why you skip this run", {"skip_reason": "empty"})
+    _ensure_stored(annotation)
+    before = snapshot(annotation)
+    annotation.skip_reason = reason.strip()
+    annotation.save(update_fields=["skip_reason", "updated_at"])
+    audit(annotation, actor, "skip", before=before, after=snapshot(annotation))
     return annotation
 
 
@@ -270,9 +303,12 @@ def annotation_revise(
     no_failure: bool,
     notes: str,
     labels: list[LabelInput],
+    flagged: bool | None = None,
+    flag_note: str | None = None,
 ) -> Annotation:
     """An annotator revises their own submitted coding while its run's discussion is open (history
-    kept; agreement statistics keep using the first submission)."""
+    kept; agreement statistics keep using the first submission). The flag is not revised: it asked
+    for this discussion."""
     discussion_require_open(discussion)
     if annotation.assignment.annotator_id != actor.pk or annotation.assignment.run_id != discussion.run_id:
         raise AnnotationError("you can only revise your own coding of this run")

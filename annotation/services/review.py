@@ -102,7 +102,8 @@ def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | No
     if discussion:
         return discussion
     first, second = (mode_keys(a) for a in annotations)
-    if first == second:
+    flags = [a for a in annotations if a.flagged]
+    if first == second and not flags:
         final = final_from_annotations(
             study=study, run_id=run_id, annotations=annotations, provenance=FinalCoding.Provenance.AGREED
         )
@@ -115,8 +116,14 @@ def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | No
         record("final.agreed", said, study_id=study.pk, run_id=run_id, modes=sorted(first))
         return final
     discussion = Discussion.objects.create(study=study, run_id=run_id, agreement=1.0 - masi_distance(first, second))
-    record("discussion.open", f"the codings differ ({_codes(first)} / {_codes(second)}): discussion opened",
-           study_id=study.pk, run_id=run_id, agreement=discussion.agreement)  # fmt: skip
+    why = f"the codings differ ({_codes(first)} / {_codes(second)})" if first != second else "the codings agree"
+    for flagged in flags:  # a flag asks for a discussion whatever the codings say; its note opens it
+        note = f": {flagged.flag_note}" if flagged.flag_note else ""
+        why += f"; flagged by {flagged.assignment.annotator.get_username()}{note}"
+        Comment.objects.create(discussion=discussion, author=flagged.assignment.annotator,
+                               text=f"Flagged for discussion{note or '.'}")  # fmt: skip
+    record("discussion.open", f"{why}: discussion opened", study_id=study.pk, run_id=run_id,
+           agreement=discussion.agreement, flagged=[a.assignment.annotator.get_username() for a in flags])  # fmt: skip
     return discussion
 
 

@@ -3,9 +3,11 @@ autosave, submit and revise targets."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -16,7 +18,7 @@ from ..errors import AnnotationError, ConflictError, LockedError
 from ..forms import parse_annotation_form
 from ..models import Assignment, Discussion
 from ..selectors import queue as selectors
-from ..services.coding import anchor_problems, annotation_revise, annotation_save, annotation_submit
+from ..services.coding import anchor_problems, annotation_revise, annotation_save, annotation_skip, annotation_submit
 
 
 def _own(request: HtmxHttpRequest, assignment_id: int) -> Assignment:
@@ -46,6 +48,7 @@ def next_run(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
+@never_cache  # the back button must show the coding as it is now (submitted), not a stale editable form
 def annotate(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     assignment = _own(request, assignment_id)
     annotation = selectors.annotation_for(assignment=assignment)
@@ -68,6 +71,7 @@ def annotate(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
         # Each mode's card holds its instances (episodes); an unpicked mode shows one empty instance.
         "cards": [(node.code, _instances(labels.get(node.code.pk, [None]))) for node in modes],
         "all_codes": [node.code for node in modes],
+        "position": selectors.queue_position(user=request.user, assignment=assignment),
         **pair_sides(assignment.run),
     }
     return render(request, "annotation/annotate.html", context)
@@ -165,8 +169,29 @@ def submit(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     )
     if refusal:
         return refusal
+    run = assignment.run
+    messages.success(request, f"Submitted {run.task.external_id} ({run.agent.name}, run #{run.pk}).")
+    return _to_next(request)
+
+
+def _to_next(request: HtmxHttpRequest) -> HttpResponse:
     target = reverse("annotation:next")
     return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
+
+
+@require_POST
+def skip(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
+    """Set the run aside (with a reason) and go on to the next one; what is typed stays saved."""
+    assignment = _own(request, assignment_id)
+    annotation = selectors.annotation_for(assignment=assignment)
+    try:
+        annotation_skip(annotation=annotation, actor=request.user, reason=request.POST.get("reason", ""))
+    except (LockedError, AnnotationError) as exc:
+        _reload(annotation)
+        return _status(request, annotation, error=exc, refused="Not skipped.", status=422)
+    run = assignment.run
+    messages.info(request, f"Skipped {run.task.external_id} ({run.agent.name}): it waits at the end of your queue.")
+    return _to_next(request)
 
 
 @require_POST

@@ -1,14 +1,23 @@
-// Code picker for the annotate page: cards follow the checkboxes, search, keyboard, "cite".
+// The annotate page: cards follow the checkboxes, episodes, ranked code search, one key per
+// decision (numbers pick codes, f flag, s skip, u undo, n/p move, ? lists them), the submit undo
+// window, inline codebook guidance and "cite". Every shortcut is listed in the #shortcuts dialog.
 (function () {
   "use strict";
   const form = document.getElementById("annotation-form");
   if (!form) return;
   const search = document.getElementById("code-search");
   const noFailure = document.getElementById("no-failure");
+  const editable = !form.querySelector("fieldset[disabled]");
   const boxes = () => Array.from(form.querySelectorAll('input[name="code"]'));
+  const options = () => Array.from(form.querySelectorAll(".mode-option"));
+  const SUBMIT_DELAY = Number(form.dataset.submitDelay || 4);
+
   // The instance (episode) that "cite" adds evidence to: the one last focused.
   let activeInstance = null;
 
+  function save() { htmx.trigger(form, "change"); }
+
+  // -- cards and episodes --------------------------------------------------------------------
   function showCard(box) {
     const card = document.getElementById(box.dataset.card);
     if (!card) return;
@@ -36,20 +45,140 @@
     card.classList.toggle("episodes", instances.length > 1);
   }
 
+  function addInstance(card) {
+    const all = card.querySelectorAll(".instance");
+    const copy = all[all.length - 1].cloneNode(true);
+    copy.querySelectorAll("textarea, input[type=text]").forEach((field) => { field.value = ""; });
+    copy.querySelectorAll("select").forEach((field) => { field.value = ""; });
+    copy.querySelector("details").open = false;
+    card.querySelector("[data-add-instance]").before(copy);
+    numberInstances(card);
+    return copy;
+  }
+
+  function markImplied() {
+    // A mode implies its subcategory and category: highlight them.
+    form.querySelectorAll(".subcategory, .category").forEach((node) => {
+      node.classList.toggle("implied", !!node.querySelector('input[name="code"]:checked'));
+    });
+  }
+
+  function focusRationale(box) {
+    const card = document.getElementById(box.dataset.card);
+    const rationale = card && card.querySelector('[data-role="rationale"]');
+    if (rationale) rationale.focus();
+  }
+
+  function toggle(box, checked) {
+    remember();
+    box.checked = checked;
+    if (checked && noFailure.checked) noFailure.checked = false;
+    showCard(box);
+    markImplied();
+    save();
+  }
+
+  // -- undo: the form as it was before each change --------------------------------------------
+  const history = [];
+  let typingSnapshotTaken = false;
+
+  function state() {
+    const values = {};
+    form.querySelectorAll("textarea, input[type=text], select").forEach((field) => { values[field.name] = field.value; });
+    const episodes = {};
+    form.querySelectorAll(".label-card").forEach((card) => { episodes[card.id] = card.querySelectorAll(".instance").length; });
+    const checked = {};
+    form.querySelectorAll("input[type=checkbox]").forEach((box) => { checked[box.id || `${box.name}:${box.value}`] = box.checked; });
+    return { values, episodes, checked };
+  }
+
+  function remember() {
+    history.push(state());
+    if (history.length > 100) history.shift();
+  }
+
+  function restore(snapshot) {
+    form.querySelectorAll(".label-card").forEach((card) => {
+      const want = snapshot.episodes[card.id] || 1;
+      let have = card.querySelectorAll(".instance");
+      while (have.length > want) { have[have.length - 1].remove(); have = card.querySelectorAll(".instance"); }
+      while (have.length < want) { addInstance(card); have = card.querySelectorAll(".instance"); }
+      numberInstances(card);
+    });
+    form.querySelectorAll("input[type=checkbox]").forEach((box) => {
+      const key = box.id || `${box.name}:${box.value}`;
+      if (key in snapshot.checked) box.checked = snapshot.checked[key];
+    });
+    form.querySelectorAll("textarea, input[type=text], select").forEach((field) => {
+      if (field.name in snapshot.values) field.value = snapshot.values[field.name];
+    });
+    boxes().forEach(showCard);
+    markImplied();
+    showFlagNote();
+  }
+
+  function undo() {
+    if (cancelSubmit()) return;
+    const snapshot = history.pop();
+    if (!snapshot) { say("Nothing to undo."); return; }
+    restore(snapshot);
+    typingSnapshotTaken = false;
+    save();
+    say("Undone.");
+  }
+
+  // A run of typing is one change: the state before its first keystroke is what undo goes back to.
+  form.addEventListener("beforeinput", (event) => {
+    if (event.target.matches("textarea, input[type=text]") && !typingSnapshotTaken) {
+      remember();
+      typingSnapshotTaken = true;
+    }
+  });
+  form.addEventListener("focusout", () => { typingSnapshotTaken = false; });
+
+  // A short note on what a key did ("Undone.", "Not submitted."), gone after a few seconds.
+  const feedback = document.getElementById("key-feedback");
+  let feedbackTimer = null;
+  function say(text) {
+    feedback.textContent = text;
+    feedback.hidden = false;
+    clearTimeout(feedbackTimer);
+    feedbackTimer = setTimeout(() => { feedback.hidden = true; }, 3000);
+  }
+
+  // -- wiring the picker -----------------------------------------------------------------------
+  boxes().forEach((box) => {
+    showCard(box);
+    box.addEventListener("click", () => {
+      // the click has already changed it: remember the state before
+      box.checked = !box.checked;
+      remember();
+      box.checked = !box.checked;
+    });
+    box.addEventListener("change", () => {
+      if (box.checked && noFailure.checked) noFailure.checked = false;
+      showCard(box);
+      markImplied();
+      if (box.checked && document.activeElement === search) focusRationale(box);
+    });
+  });
+  markImplied();
+
+  noFailure.addEventListener("click", () => { noFailure.checked = !noFailure.checked; remember(); noFailure.checked = !noFailure.checked; });
+  noFailure.addEventListener("change", () => {
+    if (noFailure.checked) boxes().forEach((box) => { box.checked = false; showCard(box); });
+    markImplied();
+  });
+
   form.addEventListener("click", (event) => {
     const add = event.target.closest("[data-add-instance]");
     const remove = event.target.closest("[data-remove-instance]");
     if (!add && !remove) return;
     event.preventDefault();
     const card = event.target.closest(".label-card");
+    remember();
     if (add) {
-      const last = card.querySelectorAll(".instance");
-      const copy = last[last.length - 1].cloneNode(true);
-      copy.querySelectorAll("textarea, input[type=text]").forEach((field) => { field.value = ""; });
-      copy.querySelectorAll("select").forEach((field) => { field.value = ""; });
-      copy.querySelector("details").open = false;
-      add.before(copy);
-      numberInstances(card);
+      const copy = addInstance(card);
       activeInstance = copy;
       copy.querySelector('[data-role="rationale"]').focus();
     } else {
@@ -62,73 +191,144 @@
     save();
   });
 
-  function markImplied() {
-    // A mode implies its subcategory and category: highlight them.
-    form.querySelectorAll(".subcategory, .category").forEach((node) => {
-      node.classList.toggle("implied", !!node.querySelector('input[name="code"]:checked'));
-    });
+  // -- codebook guidance for the code in focus ----------------------------------------------------
+  const guidance = document.getElementById("guidance");
+  function guide(option) {
+    if (!guidance || !option) return;
+    for (const name of ["name", "path", "definition", "inclusion", "exclusion", "example"]) {
+      const value = option.dataset["g" + name[0].toUpperCase() + name.slice(1)] || "";
+      guidance.querySelector(`[data-g="${name}"]`).textContent = value;
+      const row = guidance.querySelector(`[data-g="${name}-row"]`);
+      if (row) row.hidden = !value;
+    }
+    guidance.hidden = false;
   }
-
-  boxes().forEach((box) => {
-    showCard(box);
-    box.addEventListener("change", () => {
-      if (box.checked && noFailure.checked) noFailure.checked = false;
-      showCard(box);
-      markImplied();
-      if (box.checked) {
-        const rationale = document.getElementById(box.dataset.card).querySelector('[data-role="rationale"]');
-        if (rationale && document.activeElement === search) rationale.focus();
-      }
-    });
-  });
-  markImplied();
-
-  noFailure.addEventListener("change", () => {
-    if (noFailure.checked) boxes().forEach((box) => { box.checked = false; showCard(box); });
-    markImplied();
-  });
-
+  const optionOf = (codeId) => form.querySelector(`.mode-option input[value="${codeId}"]`)?.closest(".mode-option");
   form.addEventListener("focusin", (event) => {
     const instance = event.target.closest(".instance");
     if (instance) activeInstance = instance;
+    const card = event.target.closest(".label-card");
+    const option = event.target.closest(".mode-option") || (card && optionOf(card.dataset.code));
+    if (option) guide(option);
+  });
+  form.addEventListener("mouseover", (event) => {
+    const option = event.target.closest(".mode-option");
+    if (option) guide(option);
   });
 
+  // -- search: exact names first, then prefixes, then words, then anywhere, then definitions ----
+  function rank(option, query) {
+    const name = option.dataset.name, key = option.dataset.key;
+    if (name === query || key === query) return 0;
+    if (name.startsWith(query) || key.startsWith(query)) return 1;
+    if (name.split(/[\s/-]+/).some((word) => word.startsWith(query))) return 2;
+    if (name.includes(query) || key.includes(query)) return 3;
+    if (option.dataset.definition.includes(query)) return 4;
+    return null;
+  }
+
+  let ranked = [];  // the modes shown, best first: what Enter and the number keys act on
   function filter() {
     const query = search.value.trim().toLowerCase();
-    form.querySelectorAll(".mode-option").forEach((li) => {
-      li.hidden = query !== "" && !li.dataset.search.includes(query);
+    const scored = [];
+    options().forEach((li, order) => {
+      const score = query === "" ? 0 : rank(li, query);
+      li.hidden = score === null;
+      li.classList.remove("best");
+      if (score !== null) scored.push({ li, score, order });
     });
+    scored.sort((a, b) => a.score - b.score || a.order - b.order);
+    ranked = scored.map((s) => s.li);
+    if (query !== "" && ranked[0]) ranked[0].classList.add("best");
     form.querySelectorAll(".subcategory, .category").forEach((node) => {
       node.hidden = query !== "" && !node.querySelector(".mode-option:not([hidden])");
     });
+    options().forEach((li) => { li.querySelector(".hotkey").hidden = true; });
+    ranked.slice(0, 9).forEach((li, index) => {
+      const badge = li.querySelector(".hotkey");
+      badge.textContent = String(index + 1);
+      badge.hidden = false;
+    });
+    if (query !== "" && ranked[0]) guide(ranked[0]);
   }
   search.addEventListener("input", filter);
+  filter();
   search.addEventListener("keydown", (event) => {
     if (event.key === "Enter") {
       event.preventDefault();
-      // Enter only ever picks (never un-picks) the first match, then jumps to its rationale.
-      const first = form.querySelector(".mode-option:not([hidden]) input");
+      // Enter only ever picks (never un-picks) the best match, then jumps to its rationale.
+      const best = ranked.length && search.value.trim() ? ranked[0].querySelector("input") : null;
       search.value = "";
       filter();
-      if (first) {
-        if (!first.checked) {
-          first.checked = true;
-          first.dispatchEvent(new Event("change", { bubbles: true }));
-        }
-        document.getElementById(first.dataset.card).querySelector('[data-role="rationale"]').focus();
+      if (best) {
+        if (!best.checked) toggle(best, true);
+        focusRationale(best);
       }
     } else if (event.key === "Escape") {
       search.value = "";
       filter();
+      search.blur();
     }
   });
 
-  function save() { htmx.trigger(form, "change"); }
+  // -- flag, skip, submit with an undo window ---------------------------------------------------
+  const flagged = document.getElementById("flagged");
+  const flagNoteRow = document.getElementById("flag-note-row");
+  function showFlagNote() { if (flagged && flagNoteRow) flagNoteRow.hidden = !flagged.checked; }
+  if (flagged) {
+    flagged.addEventListener("click", () => { flagged.checked = !flagged.checked; remember(); flagged.checked = !flagged.checked; });
+    flagged.addEventListener("change", showFlagNote);
+  }
+
+  const skipPanel = document.getElementById("skip-panel");
+  const skipReason = document.getElementById("skip-reason");
+  function openSkip() {
+    if (!skipPanel) return;
+    save();  // what is typed stays saved
+    skipPanel.hidden = false;
+    skipReason.focus();
+  }
+  function closeSkip() { if (skipPanel) { skipPanel.hidden = true; skipReason.value = ""; } }
+  document.getElementById("skip-button")?.addEventListener("click", openSkip);
+  document.getElementById("skip-cancel")?.addEventListener("click", closeSkip);
+  skipReason?.addEventListener("keydown", (event) => { if (event.key === "Escape") { event.preventDefault(); closeSkip(); } });
+
+  const pending = document.getElementById("submit-pending");
+  let submitTimer = null;
+  function submitNow() {
+    clearInterval(submitTimer);
+    submitTimer = null;
+    if (pending) pending.hidden = true;
+    htmx.trigger(document.getElementById("submit-now"), "submit-now");
+  }
+  function submit() {
+    if (!document.getElementById("submit-now")) return;
+    if (submitTimer) { submitNow(); return; }  // pressed again: no need to wait
+    save();
+    let left = SUBMIT_DELAY;
+    pending.querySelector('[data-role="seconds"]').textContent = left;
+    pending.hidden = false;
+    submitTimer = setInterval(() => {
+      left -= 1;
+      pending.querySelector('[data-role="seconds"]').textContent = left;
+      if (left <= 0) submitNow();
+    }, 1000);
+  }
+  function cancelSubmit() {
+    if (!submitTimer) return false;
+    clearInterval(submitTimer);
+    submitTimer = null;
+    pending.hidden = true;
+    say("Not submitted.");
+    return true;
+  }
+  document.getElementById("submit-button")?.addEventListener("click", submit);
+  document.getElementById("undo-submit")?.addEventListener("click", cancelSubmit);
 
   // A save that never reached the server, or that the server failed on, is said on the page: the
   // text stays where it is, and the next change tries again.
   function saveFailed(event) {
-    if (!event.detail.elt.closest || !event.detail.elt.closest("#annotation-form")) return;
+    if (!event.detail.elt.closest || !event.detail.elt.closest("#annotation-form, #submit-now, #skip-form")) return;
     const status = document.getElementById("save-status");
     const code = event.detail.xhr ? event.detail.xhr.status : 0;
     status.className = "save-status error";
@@ -147,22 +347,56 @@
     document.getElementById("version").value = keep.dataset.keepMine;
     save();
   });
-  function submit() { const b = document.getElementById("submit-button"); if (b) b.click(); }
+
+  // -- the keys -----------------------------------------------------------------------------------
+  const shortcuts = document.getElementById("shortcuts");
+  document.getElementById("show-shortcuts")?.addEventListener("click", () => shortcuts.showModal());
+  function follow(id) { const link = document.getElementById(id); if (link) window.location.href = link.href; }
 
   document.addEventListener("keydown", (event) => {
-    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
-    if ((event.key === "/" && !typing) || ((event.ctrlKey || event.metaKey) && event.key === "k")) {
-      event.preventDefault();
-      search.focus();
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName) || document.activeElement.isContentEditable;
+    const mod = event.ctrlKey || event.metaKey;
+    if (mod && event.key === "k") { event.preventDefault(); search.focus(); return; }
+    if (mod && event.key === "s") { event.preventDefault(); save(); return; }
+    if (mod && event.key === "Enter") { event.preventDefault(); if (editable) submit(); return; }
+    if (event.altKey && event.key === "0") { event.preventDefault(); if (editable) toggleNoFailure(); return; }
+    if (event.key === "Escape") {
+      if (cancelSubmit()) { event.preventDefault(); return; }
+      if (typing && document.activeElement !== search) document.activeElement.blur();
+      return;
     }
-    else if ((event.ctrlKey || event.metaKey) && event.key === "s") { event.preventDefault(); save(); }
-    else if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); submit(); }
-    else if (event.altKey && event.key === "0") {
+    if (typing || mod || event.altKey || shortcuts.open) return;
+    const key = event.key;
+    if (key === "?") { event.preventDefault(); shortcuts.showModal(); }
+    else if (key === "/") { event.preventDefault(); search.focus(); }
+    else if (key === "n") { event.preventDefault(); follow("next-item"); }
+    else if (key === "p") { event.preventDefault(); follow("previous-item"); }
+    else if (!editable) return;
+    else if (/^[1-9]$/.test(key)) {
+      const option = ranked[Number(key) - 1];
+      if (!option) return;
       event.preventDefault();
-      noFailure.checked = !noFailure.checked;
-      noFailure.dispatchEvent(new Event("change", { bubbles: true }));
-    }
+      const box = option.querySelector("input");
+      toggle(box, !box.checked);
+      guide(option);
+      if (box.checked) focusRationale(box);  // write why at once; Esc leaves the field for the next key
+    } else if (key === "0") { event.preventDefault(); toggleNoFailure(); }
+    else if (key === "u") { event.preventDefault(); undo(); }
+    else if (key === "f" && flagged) {
+      event.preventDefault();
+      remember();
+      flagged.checked = !flagged.checked;
+      showFlagNote();
+      save();
+      if (flagged.checked) document.getElementById("flag-note").focus();
+    } else if (key === "s") { event.preventDefault(); openSkip(); }
   });
+
+  function toggleNoFailure() {
+    remember();
+    noFailure.checked = !noFailure.checked;
+    noFailure.dispatchEvent(new Event("change", { bubbles: true }));
+  }
 
   // "cite" buttons on events (loaded later by htmx, hence the delegated listener).
   document.addEventListener("click", (event) => {
@@ -170,9 +404,10 @@
     if (!button) return;
     event.preventDefault();
     if (!activeInstance || !activeInstance.isConnected || activeInstance.closest(".label-card").hidden) {
-      alert("Pick a failure mode (or click into its card) first; the event is cited there.");
+      say("Pick a failure mode (or click into its card) first; the event is cited there.");
       return;
     }
+    remember();
     const role = button.dataset.mode === "sequential" ? "contrast" : "evidence";
     const field = activeInstance.querySelector(`[data-role="${role}"]`);
     const lines = field.value.split("\n").map((l) => l.trim()).filter(Boolean);

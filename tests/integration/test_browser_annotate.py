@@ -12,7 +12,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_code_a_run_with_the_keyboard(page, live_server, study, trio):  # noqa: F811
-    page.on("dialog", lambda dialog: dialog.accept())  # "Submit and lock this annotation?"
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/")
     page.locator("a.button", has_text="Next run").focus()
@@ -30,14 +29,15 @@ def test_code_a_run_with_the_keyboard(page, live_server, study, trio):  # noqa: 
     page.keyboard.type("c.jsonl:6")  # a file this pair does not have
     wait_until_saved(page)
     expect(page.locator("#save-status")).to_contain_text("no file 'c.jsonl' in the concurrent run")
-    page.keyboard.press("Control+Enter")  # submitting is refused; the coding stays saved
+    page.keyboard.press("Control+Enter")
+    page.keyboard.press("Control+Enter")  # again: no waiting out the undo window; refused, the coding stays saved
     expect(page.locator("#save-status")).to_contain_text("Saved, not submitted.")
     assert not Annotation.objects.get(assignment_id=assignment_id).is_submitted
     anchor = f"parallel/{Assignment.objects.get(pk=assignment_id).run.source_name}:6"
     page.keyboard.press("Control+a")
     page.keyboard.type(anchor)
     wait_until_saved(page)
-    page.keyboard.press("Control+Enter")  # submit
+    page.keyboard.press("Control+Enter")  # submit, after the undo window
     page.wait_for_url(lambda url: f"/annotate/{assignment_id}/" not in url)
     annotation = Annotation.objects.get(assignment_id=assignment_id)
     assert annotation.is_submitted and annotation.assignment.annotator == trio[0]
@@ -144,7 +144,6 @@ def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, 
         return real_parse(data)
 
     monkeypatch.setattr(views, "parse_annotation_form", slow_parse)
-    page.on("dialog", lambda dialog: dialog.accept())
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/next/")
     page.wait_for_selector("#annotation-form")

@@ -1,0 +1,127 @@
+"""One key per decision, in Debian Chromium: number keys pick codes, ranked search, undo, flag,
+skip, the submit undo window, next/previous and the shortcut list — and never a blocking dialog."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from annotation.models import Annotation, Assignment
+from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def no_dialogs(page):  # noqa: F811
+    opened = []
+    page.on("dialog", lambda dialog: (opened.append(dialog.message), dialog.dismiss()))
+    return opened
+
+
+def open_next(page, live_server) -> int:  # noqa: F811
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    page.wait_for_load_state()  # the keyboard handlers (a deferred script) are in place
+    return int(page.url.rstrip("/").split("/")[-1])
+
+
+def test_three_runs_coded_with_the_keyboard_alone(page, live_server, study, trio):  # noqa: F811
+    """Per run: one number key, the rationale, Ctrl+Enter twice — and the next run opens with a
+    confirmation of the one just submitted."""
+    dialogs = no_dialogs(page)
+    login(page, live_server, "coder1", "pw-coder1")
+    done = []
+    assignment_id = open_next(page, live_server)
+    for n in range(3):
+        expect(page.locator(".mode-option .hotkey", has_text="2").first).to_be_visible()  # the legend
+        page.keyboard.press("2")  # the second code shown: No Integration Owner; its rationale has the focus
+        page.keyboard.type(f"Nobody merged the children's work ({n}).")
+        page.keyboard.press("Control+Enter")
+        page.keyboard.press("Control+Enter")  # again: at once, without waiting out the undo window
+        page.wait_for_url(lambda url, current=assignment_id: f"/annotate/{current}/" not in url)
+        done.append(assignment_id)
+        page.wait_for_selector("#annotation-form")
+        page.wait_for_load_state()
+        expect(page.locator(".messages")).to_contain_text("Submitted")
+        assignment_id = int(page.url.rstrip("/").split("/")[-1])
+    for pk in done:
+        annotation = Annotation.objects.get(assignment_id=pk)
+        assert annotation.is_submitted and annotation.labels.get().code.key == "no-integration-owner"
+    expect(page.locator(".progress-line")).to_contain_text("3 submitted today")
+    assert dialogs == []
+    # the back button shows the run just submitted as it is now: submitted, not an editable draft
+    page.go_back()
+    page.wait_for_selector("#annotation-form")
+    expect(page.locator("#save-status")).to_contain_text("Submitted")
+
+
+def test_search_ranks_names_before_definitions_and_undo_steps_back(page, live_server, study, trio):  # noqa: F811
+    no_dialogs(page)
+    login(page, live_server, "coder1", "pw-coder1")
+    assignment_id = open_next(page, live_server)
+    page.keyboard.press("/")
+    page.keyboard.type("critical")  # "Serial Investigation" mentions the critical path in its definition
+    expect(page.locator(".mode-option.best")).to_contain_text("Critical-Path Starvation")
+    expect(page.locator("#guidance")).to_contain_text("Critical-Path Starvation")  # its guidance, inline
+    page.keyboard.press("Enter")
+    page.keyboard.type("The parent idled while one child held the critical path.")
+    page.keyboard.press("Escape")  # leave the field: single keys act again
+    page.keyboard.press("u")  # undo the typing
+    rationale = page.locator("fieldset.label-card:not([hidden]) textarea[data-role=rationale]")
+    expect(rationale).to_have_value("")
+    page.keyboard.press("u")  # undo the pick
+    expect(page.locator("input[name=code]:checked")).to_have_count(0)
+    wait_until_saved(page)
+    page.wait_for_timeout(300)
+    wait_until_saved(page)
+    assert Annotation.objects.get(assignment_id=assignment_id).labels.count() == 0
+    # Ctrl+Enter starts the undo window; u stops it and nothing is submitted
+    page.keyboard.press("1")
+    page.keyboard.type("x")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#submit-pending")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#submit-pending")).to_be_hidden()
+    page.wait_for_timeout(4500)  # longer than the window
+    assert page.url.rstrip("/").endswith(f"/annotate/{assignment_id}")
+    assert not Annotation.objects.get(assignment_id=assignment_id).is_submitted
+
+
+def test_flag_skip_move_and_the_shortcut_list(page, live_server, study, trio):  # noqa: F811
+    no_dialogs(page)
+    login(page, live_server, "coder1", "pw-coder1")
+    first = open_next(page, live_server)
+    page.keyboard.press("?")
+    expect(page.locator("dialog#shortcuts")).to_be_visible()
+    expect(page.locator("dialog#shortcuts")).to_contain_text("skip the run for now")
+    page.keyboard.press("Escape")
+    expect(page.locator("dialog#shortcuts")).to_be_hidden()
+
+    page.keyboard.press("f")  # flag: the note has the focus
+    page.keyboard.type("Is a wait for a child a join?")
+    page.keyboard.press("Escape")
+    wait_until_saved(page)
+    page.wait_for_timeout(1500)
+    wait_until_saved(page)
+    annotation = Annotation.objects.get(assignment_id=first)
+    assert annotation.flagged and annotation.flag_note == "Is a wait for a child a join?"
+
+    page.keyboard.press("s")  # skip, with a reason, without a dialog
+    page.keyboard.type("The logs stop mid-run.")
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: f"/annotate/{first}/" not in url)
+    expect(page.locator(".messages")).to_contain_text("Skipped")
+    assert Annotation.objects.get(assignment_id=first).skip_reason == "The logs stop mid-run."
+    second = int(page.url.rstrip("/").split("/")[-1])
+    assert second != first
+
+    page.keyboard.press("p")  # previous in queue order
+    page.wait_for_url(lambda url: f"/annotate/{second}/" not in url)
+    page.wait_for_load_state()
+    previous = int(page.url.rstrip("/").split("/")[-1])
+    page.keyboard.press("n")
+    page.wait_for_url(lambda url: url.rstrip("/").endswith(f"/annotate/{second}"))
+    mine = list(Assignment.objects.filter(annotator=trio[0]).order_by(
+        "study__name", "run__task__benchmark__name", "run__task__external_id", "run__agent__name"
+    ).values_list("pk", flat=True))  # fmt: skip
+    assert mine.index(previous) == mine.index(second) - 1

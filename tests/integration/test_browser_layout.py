@@ -1,0 +1,45 @@
+"""The pair is truly side by side where there is room, and stacks where there is not: measured from
+the boxes the browser lays out, on the pair page and the annotate page."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Assignment
+from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def box(page, selector: str) -> dict:  # noqa: F811
+    found = page.locator(selector).first.bounding_box()
+    assert found is not None, f"{selector} is not laid out"
+    return found
+
+
+def side_by_side(left: dict, right: dict) -> bool:
+    return left["x"] + left["width"] <= right["x"] + 1 and abs(left["y"] - right["y"]) < 5
+
+
+def stacked(top: dict, bottom: dict) -> bool:
+    return top["y"] + top["height"] <= bottom["y"] + 1
+
+
+@pytest.mark.parametrize("width", [1440, 375])
+def test_the_pair_and_the_picker_sit_side_by_side_at_1440_and_stack_at_375(page, live_server, study, trio, width):  # noqa: F811
+    assignment = Assignment.objects.filter(study=study, annotator=trio[0]).order_by("pk").first()
+    page.set_viewport_size({"width": width, "height": 900})
+    login(page, live_server, "coder1", "pw-coder1")
+    for url in (f"/annotate/{assignment.pk}/", f"/trajectories/runs/{assignment.run_id}/"):
+        page.goto(live_server.url + url)
+        page.wait_for_selector("section.side.sequential")
+        concurrent, sequential = box(page, "section.side.concurrent"), box(page, "section.side.sequential")
+        if width == 1440:
+            assert side_by_side(concurrent, sequential), (url, concurrent, sequential)
+        else:
+            assert stacked(concurrent, sequential), (url, concurrent, sequential)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{url} scrolls sideways"
+    page.goto(f"{live_server.url}/annotate/{assignment.pk}/")
+    page.wait_for_selector("#annotation-form")
+    picker, pair = box(page, "#annotation-form"), box(page, ".pair-view")
+    assert side_by_side(picker, pair) if width == 1440 else stacked(picker, pair), (picker, pair)
