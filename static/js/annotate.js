@@ -348,6 +348,17 @@
     save();
   });
 
+  // -- the picker folds away, leaving the pair the width; any picker key brings it back -----------
+  const layout = document.getElementById("annotate-layout");
+  const pickerToggle = document.getElementById("picker-toggle");
+  function foldPicker(folded) {
+    layout.classList.toggle("codes-hidden", folded);
+    pickerToggle.firstChild.textContent = folded ? "codes " : "hide the codes ";
+    try { localStorage.setItem("parallax.codesHidden", folded ? "1" : ""); } catch (e) { /* private mode */ }
+  }
+  pickerToggle.addEventListener("click", () => foldPicker(!layout.classList.contains("codes-hidden")));
+  try { foldPicker(localStorage.getItem("parallax.codesHidden") === "1"); } catch (e) { /* private mode */ }
+
   // -- the keys -----------------------------------------------------------------------------------
   const shortcuts = document.getElementById("shortcuts");
   document.getElementById("show-shortcuts")?.addEventListener("click", () => shortcuts.showModal());
@@ -367,6 +378,8 @@
     }
     if (typing || mod || event.altKey || shortcuts.open) return;
     const key = event.key;
+    if (key === "[") { event.preventDefault(); foldPicker(!layout.classList.contains("codes-hidden")); return; }
+    if (/^[0-9\/fsu]$/.test(key)) foldPicker(false);
     if (key === "?") { event.preventDefault(); shortcuts.showModal(); }
     else if (key === "/") { event.preventDefault(); search.focus(); }
     else if (key === "n") { event.preventDefault(); follow("next-item"); }

@@ -54,6 +54,7 @@ def test_the_skip_page_refuses_without_a_reason_and_hides_others_runs(study, tri
     response = client_for(me).post(f"/annotate/{assignment.pk}/skip/", {"reason": "logs cut"}, **HTMX)
     assert response.status_code == 200 and response["HX-Redirect"] == "/annotate/next/"
     assert Annotation.objects.get(assignment=assignment).skip_reason == "logs cut"
+    assert 'skipped</span> <span class="small muted">logs cut' in client_for(me).get("/annotate/").content.decode()
 
 
 def test_a_flag_opens_a_discussion_even_when_the_codings_agree(study, codebook):

@@ -43,3 +43,27 @@ def test_the_pair_and_the_picker_sit_side_by_side_at_1440_and_stack_at_375(page,
     page.wait_for_selector("#annotation-form")
     picker, pair = box(page, "#annotation-form"), box(page, ".pair-view")
     assert side_by_side(picker, pair) if width == 1440 else stacked(picker, pair), (picker, pair)
+
+
+def test_the_picker_folds_away_and_the_runs_scroll_together(page, live_server, study, trio):  # noqa: F811
+    assignment = Assignment.objects.filter(study=study, annotator=trio[0]).order_by("pk").first()
+    page.set_viewport_size({"width": 1440, "height": 420})
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/{assignment.pk}/")
+    page.wait_for_selector("section.side.sequential")
+    page.wait_for_load_state()
+    wide = box(page, ".pair-view")["width"]
+    page.keyboard.press("[")
+    assert box(page, ".pair-view")["width"] > wide + 200  # the pair takes the picker's width
+    page.keyboard.press("1")  # a picker key brings the picker back
+    assert abs(box(page, ".pair-view")["width"] - wide) < 2
+    page.keyboard.press("Escape")
+    page.check("#scroll-together")
+    concurrent = page.locator("section.side.concurrent")
+    assert concurrent.evaluate("pane => pane.scrollHeight > pane.clientHeight")  # a pane of the window's height
+    concurrent.evaluate("pane => { pane.scrollTop = pane.scrollHeight; }")
+    page.wait_for_timeout(200)
+    sequential = page.locator("section.side.sequential")
+    assert sequential.evaluate(
+        "pane => pane.scrollTop > 0 && pane.scrollTop + pane.clientHeight >= pane.scrollHeight - 2"
+    )
