@@ -411,6 +411,20 @@
     noFailure.dispatchEvent(new Event("change", { bubbles: true }));
   }
 
+  // "open the cited line": the anchor on the line of the field where the cursor is (else its first),
+  // opened in a new tab: the file at that line, or for a log the events read from it.
+  form.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-jump]");
+    if (!button) return;
+    const field = button.closest(".instance").querySelector(`[data-role="${button.dataset.jump}"]`);
+    const upto = field.value.slice(0, field.selectionStart || 0);
+    const lines = field.value.split("\n");
+    const anchor = (lines[upto.split("\n").length - 1] || "").trim() || lines.map((l) => l.trim()).find(Boolean);
+    if (!anchor) { say("No anchor to open: type file:line, or cite an event."); return; }
+    const side = button.dataset.jump === "contrast" ? "&side=contrast" : "";
+    window.open(`${form.dataset.anchorUrl}?a=${encodeURIComponent(anchor)}${side}`, "_blank", "noopener");
+  });
+
   // "cite" buttons on events (loaded later by htmx, hence the delegated listener).
   document.addEventListener("click", (event) => {
     const button = event.target.closest(".cite");

@@ -90,6 +90,13 @@ def test_cite_an_event_as_evidence(page, live_server, study, trio):  # noqa: F81
     side.locator(".event .cite").first.click()
     evidence = page.locator("fieldset.label-card:not([hidden]) textarea[data-role=evidence]")
     assert evidence.input_value().endswith(".jsonl:6")
+    # and from the evidence back to the event: the cited line opens in a new tab, with its events
+    with page.context.expect_page() as opened:
+        page.locator("fieldset.label-card:not([hidden]) [data-jump=evidence]").click()
+    cited = opened.value
+    cited.wait_for_load_state()
+    assert "/files/" in cited.url and "line=6" in cited.url
+    expect(cited.locator("body")).to_contain_text("line 6")
 
 
 def test_a_second_episode_is_added_cited_into_and_removed(page, live_server, study, trio):  # noqa: F811
