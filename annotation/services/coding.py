@@ -72,8 +72,9 @@ def _claim_version(annotation: Annotation, version: int, *, revising: bool = Fal
     if annotation.is_submitted and not revising:
         raise LockedError("this annotation is submitted and locked")
     status = Annotation.Status.SUBMITTED if revising else Annotation.Status.DRAFT
+    now = timezone.now()
     updated = Annotation.objects.filter(pk=annotation.pk, version=version, status=status).update(
-        version=version + 1, updated_at=timezone.now()
+        version=version + 1, updated_at=now
     )
     if not updated:
         current = Annotation.objects.filter(pk=annotation.pk).values_list("version", "status").first()
@@ -84,6 +85,7 @@ def _claim_version(annotation: Annotation, version: int, *, revising: bool = Fal
             "reload to see the newer version — your change was not saved"
         )
     annotation.version = version + 1
+    annotation.updated_at = now  # the status line says when this save happened
 
 
 SHORT_FIELD_MAX = Label._meta.get_field("episode_id").max_length
