@@ -1,6 +1,7 @@
 """Reading the annotate form: a checkbox per mode; each instance (episode) of a picked mode has its
 fields suffixed with the mode id, and with the instance number from the second on
-(`rationale-7`, `rationale-7-2`); `instance-7` lists the instances on the form (default: one)."""
+(`rationale-7`, `rationale-7-2`); `instance-7` lists the instances on the form (default: one).
+The adjudication form names its fields the same way, one set per ruled mode (`rationale-7`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.http import QueryDict
 
 from .errors import AnnotationError
 from .services.coding import MAX_INSTANCES, LabelInput, field_key
+from .services.review import Ruling
 
 
 def _int(value: str | None, field: str) -> int:
@@ -62,3 +64,23 @@ def parse_annotation_form(data: QueryDict) -> dict:
         "flag_note": data.get("flag_note"),
         "labels": labels,
     }
+
+
+RULING_INPUTS = ("rationale", "consequence", "evidence", "contrast")  # the adjudication form's fields per mode
+
+
+def parse_ruling_form(data: QueryDict) -> dict:
+    """The adjudication form as the keyword arguments of review.adjudicate: rulings, no_failure, note."""
+    rulings = []
+    for raw in dict.fromkeys(data.getlist("code")):
+        code_id = _int(raw, "code")
+        rulings.append(
+            Ruling(
+                code_id=code_id,
+                rationale=data.get(f"rationale-{code_id}", ""),
+                realized_consequence=data.get(f"consequence-{code_id}", ""),
+                evidence=_lines(data.get(f"evidence-{code_id}", "")),
+                contrast=_lines(data.get(f"contrast-{code_id}", "")),
+            )
+        )
+    return {"rulings": rulings, "no_failure": data.get("no_failure") == "on", "note": data.get("note", "")}

@@ -1,5 +1,6 @@
 """Reads for reviewing a run's two codings: who takes part in its discussion, both codings side by
-side, an annotator's discussions and the adjudicator's queue."""
+side and what changed in each since its first submission, the modes the adjudicator rules on, the
+final coding once there is one, an annotator's discussions and the adjudicator's queue."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Exists, OuterRef
 
 from accounts.roles import is_admin
+from taxonomy.models import Code
 
-from ..models import Annotation, Assignment, Discussion, Study
+from ..models import Annotation, Assignment, AuditEntry, Discussion, FinalCoding, Study
+from ..stats.changes import coding_diff
 
 
 def run_annotations(*, study: Study, run_id: int) -> list[Annotation]:
@@ -32,7 +35,7 @@ def can_view(discussion: Discussion, user: AbstractBaseUser) -> bool:
 def discussion_for(*, user: AbstractBaseUser, discussion_id: int) -> Discussion | None:
     """The discussion, if this user may see it; None otherwise (callers answer 404)."""
     discussion = (
-        Discussion.objects.select_related("study__codebook", "run__task__benchmark", "run__agent")
+        Discussion.objects.select_related("study__codebook", "run__task__benchmark", "run__agent", "escalated_by")
         .filter(pk=discussion_id)
         .first()
     )
@@ -46,7 +49,8 @@ def codings_compare(*, discussion) -> dict:
     codes = {}
     for annotation in annotations:
         annotation.label_map = {}
-        for label in annotation.labels.select_related("code__parent__parent", "nearest_rejected"):
+        annotation.current = list(annotation.labels.select_related("code__parent__parent", "nearest_rejected"))
+        for label in annotation.current:
             annotation.label_map.setdefault(label.code_id, []).append(label)
             codes[label.code_id] = label.code
     rows = []
@@ -59,6 +63,70 @@ def codings_compare(*, discussion) -> dict:
         "same": all(not r["differs"] for r in rows),
         "run_id": discussion.run_id,  # anchors are followed from this run's pair
     }
+
+
+def coding_changes(*, discussion: Discussion, compare: dict) -> list[dict]:
+    """For each coding of `compare` (codings_compare), what changed since its first submission (the
+    `after` of its first "submit" entry, as agreement takes the independent coding) to now:
+    {"annotation", "first_at", "diff"} (stats.changes.coding_diff; None without a submit entry). Two
+    queries."""
+    annotations = compare["annotations"]
+    first: dict[int, AuditEntry] = {}
+    for entry in AuditEntry.objects.filter(annotation__in=annotations, action="submit").order_by("at", "pk"):
+        first.setdefault(entry.annotation_id, entry)
+    now = {
+        a.pk: {"no_failure": a.no_failure, "notes": a.notes,
+               "labels": [{"code": label.code.key, **label.content()} for label in a.current]}
+        for a in annotations
+    }  # fmt: skip
+    keys = {
+        key
+        for snap in [*(e.after or {} for e in first.values()), *now.values()]
+        for label in snap.get("labels", [])
+        for key in (label.get("code"), label.get("nearest_rejected"))
+        if key
+    }
+    names = dict(Code.objects.filter(codebook_id=discussion.study.codebook_id, key__in=keys).values_list("key", "name"))
+    return [
+        {
+            "annotation": a,
+            "first_at": first[a.pk].at if a.pk in first else None,
+            "diff": coding_diff(first[a.pk].after, now[a.pk], names) if a.pk in first else None,
+        }
+        for a in annotations
+    ]
+
+
+def ruling_modes(*, discussion: Discussion, compare: dict) -> dict[str, list[dict]]:
+    """The codebook's modes for the adjudicator's ruling, in codebook order: `proposed` — the modes
+    either coding has now, each with who proposed it and the episodes they recorded — and `others`,
+    the rest. One query."""
+    modes = discussion.study.codebook.codes.filter(level=Code.Level.MODE).select_related("parent__parent")
+    proposals = {
+        row["code"].pk: [
+            {"who": a.assignment.annotator.get_username(), "episodes": episodes}
+            for a, episodes in zip(compare["annotations"], row["cells"], strict=True)
+            if episodes
+        ]
+        for row in compare["rows"]
+    }
+    rows = [{"code": code, "proposals": proposals.get(code.pk, [])} for code in modes.order_by("position")]
+    return {"proposed": [r for r in rows if r["proposals"]], "others": [r for r in rows if not r["proposals"]]}
+
+
+def final_for(*, discussion: Discussion) -> FinalCoding | None:
+    """The run's final coding once its discussion is finished (consensus or adjudicated), with its
+    labels (`final.label_list`); None before. Two queries, none for an unfinished discussion."""
+    if discussion.status not in (Discussion.Status.CONSENSUS, Discussion.Status.ADJUDICATED):
+        return None
+    final = (
+        FinalCoding.objects.filter(study_id=discussion.study_id, run_id=discussion.run_id)
+        .select_related("decided_by")
+        .first()
+    )
+    if final is not None:
+        final.label_list = list(final.labels.select_related("code__parent__parent", "nearest_rejected", "decided_by"))
+    return final
 
 
 def my_discussions(*, user: AbstractBaseUser):

@@ -3,8 +3,6 @@ revision of a submitted coding while its run is under discussion. Every change i
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -12,12 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from taxonomy.models import Code
-from trajectories.artifacts import AnchorError, AnchorUnchecked
-from trajectories.models import Run
-from trajectories.selectors import resolve_anchor
 
 from ..errors import AnnotationError, ConflictError, LockedError
 from ..models import Annotation, AuditEntry, Discussion, Label
+from .anchors import anchor_problems, clean_anchors, field_key, numbered
 from .review import discussion_require_open, run_reconcile
 
 
@@ -38,21 +34,6 @@ class LabelInput:
 
 
 MAX_INSTANCES = 50  # episodes of one mode in one run; the study's records have a handful
-
-
-def numbered(labels: Iterable) -> Iterator[tuple[int, object]]:
-    """(instance, label): a Label row's own instance; for LabelInputs, the k-th input of a code is
-    its instance k."""
-    seen: Counter[int] = Counter()
-    for label in labels:
-        seen[label.code_id] += 1
-        yield getattr(label, "instance", seen[label.code_id]), label
-
-
-def field_key(name: str, code_id: int, instance: int = 1) -> str:
-    """The annotate form's field (and error key) for a field of one instance: `rationale-7` for the
-    first instance of code 7, `rationale-7-2` for its second."""
-    return f"{name}-{code_id}" if instance == 1 else f"{name}-{code_id}-{instance}"
 
 
 def _ensure_stored(annotation: Annotation) -> None:
@@ -97,8 +78,9 @@ def _claim_version(annotation: Annotation, version: int, *, revising: bool = Fal
     if annotation.is_submitted and not revising:
         raise LockedError("this annotation is submitted and locked")
     status = Annotation.Status.SUBMITTED if revising else Annotation.Status.DRAFT
+    now = timezone.now()
     updated = Annotation.objects.filter(pk=annotation.pk, version=version, status=status).update(
-        version=version + 1, updated_at=timezone.now()
+        version=version + 1, updated_at=now
     )
     if not updated:
         current = Annotation.objects.filter(pk=annotation.pk).values_list("version", "status").first()
@@ -109,6 +91,7 @@ def _claim_version(annotation: Annotation, version: int, *, revising: bool = Fal
             "reload to see the newer version — your change was not saved"
         )
     annotation.version = version + 1
+    annotation.updated_at = now  # the status line says when this save happened
 
 
 SHORT_FIELD_MAX = Label._meta.get_field("episode_id").max_length
@@ -187,8 +170,8 @@ def annotation_save(
                 instance=instance,
                 rationale=label.rationale.strip(),
                 realized_consequence=label.realized_consequence.strip(),
-                evidence=_clean_anchors(label.evidence),
-                contrast=_clean_anchors(label.contrast),
+                evidence=clean_anchors(label.evidence),
+                contrast=clean_anchors(label.contrast),
                 nearest_rejected_id=label.nearest_rejected_id,
                 rejection_reason=label.rejection_reason.strip(),
                 episode_id=label.episode_id.strip(),
@@ -205,34 +188,6 @@ def annotation_save(
 
 def _content(snap: dict) -> dict:
     return {k: v for k, v in snap.items() if k != "version"}
-
-
-def _clean_anchors(anchors: list[str]) -> list[str]:
-    seen, out = set(), []
-    for anchor in anchors:
-        anchor = anchor.strip()
-        if anchor and anchor not in seen:
-            seen.add(anchor)
-            out.append(anchor)
-    return out
-
-
-def anchor_problems(*, run: Run, labels, unchecked: bool = True) -> dict[str, list[str]]:
-    """The anchors of `labels` (Label rows or LabelInputs of a coding of `run`) that do not resolve
-    to a file and line stored with the pair, by form field (`evidence-<code id>[-<instance>]`).
-    Evidence without a side cites the coded run, contrast its twin."""
-    problems: dict[str, list[str]] = {}
-    for instance, label in numbered(labels):
-        for name, default_mode in (("evidence", run.mode), ("contrast", run.twin_mode)):
-            for text in getattr(label, name):
-                try:
-                    resolve_anchor(run=run, text=text, default_mode=default_mode)
-                except AnchorUnchecked as exc:
-                    if unchecked:
-                        problems.setdefault(field_key(name, label.code_id, instance), []).append(str(exc))
-                except AnchorError as exc:
-                    problems.setdefault(field_key(name, label.code_id, instance), []).append(str(exc))
-    return problems
 
 
 @transaction.atomic

@@ -8,7 +8,7 @@ discussion_consensus | discussion_escalate → adjudicate.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -21,6 +21,7 @@ from ..errors import AnnotationError
 from ..models import AdvantageTag, Annotation, Comment, Discussion, FinalCoding, FinalLabel, Study
 from ..selectors.review import participants, run_annotations
 from ..stats.agreement import masi_distance
+from .anchors import anchor_problems, clean_anchors
 
 
 def mode_keys(annotation: Annotation) -> frozenset[str]:
@@ -186,21 +187,34 @@ def discussion_escalate(*, discussion: Discussion, actor: AbstractBaseUser) -> D
 
 @dataclass
 class Ruling:
+    """The adjudicator's final word on one mode: a rationale (required) and, when given, the
+    realized consequence and the evidence (concurrent run) and contrast (sequential run) anchors."""
+
     code_id: int
     rationale: str
+    realized_consequence: str = ""
+    evidence: list[str] = field(default_factory=list)
+    contrast: list[str] = field(default_factory=list)
 
 
 @transaction.atomic
 def adjudicate(
     *, discussion: Discussion, actor: AbstractBaseUser, rulings: list[Ruling], no_failure: bool = False, note: str = ""
 ) -> FinalCoding:
-    """The senior adjudicator picks the final codes, each with a rationale."""
+    """The senior adjudicator picks the final modes, each with a rationale, and may give its realized
+    consequence and anchors (which must resolve to a file and line of the pair, as the annotators' do)."""
     if actor.pk != discussion.study.adjudicator_id:
         raise AnnotationError("only the study's adjudicator can adjudicate")
+    # The status as stored, row locked: of two rulings sent at once (two tabs), the second sees the first's.
+    discussion.status = Discussion.objects.select_for_update().values_list("status", flat=True).get(pk=discussion.pk)
+    if discussion.status in (Discussion.Status.CONSENSUS, Discussion.Status.ADJUDICATED):
+        raise AnnotationError(
+            f"this discussion is {discussion.get_status_display().lower()}: its final labels are recorded"
+        )
     if discussion.status != Discussion.Status.ESCALATED:
         raise AnnotationError("only escalated discussions are adjudicated")
-    modes = set(
-        Code.objects.filter(codebook=discussion.study.codebook, level=Code.Level.MODE).values_list("pk", flat=True)
+    modes = dict(
+        Code.objects.filter(codebook=discussion.study.codebook, level=Code.Level.MODE).values_list("pk", "name")
     )
     errors = {}
     for ruling in rulings:
@@ -209,11 +223,20 @@ def adjudicate(
         elif ruling.code_id not in modes:
             errors[f"code-{ruling.code_id}"] = "not a failure mode of this study's codebook"
         elif not ruling.rationale.strip():
-            errors[f"rationale-{ruling.code_id}"] = "needs a rationale"
+            errors[f"rationale-{ruling.code_id}"] = f"'{modes[ruling.code_id]}' needs a rationale"
     if no_failure and rulings:
         errors["no_failure"] = "'no failure mode' excludes picking modes"
     if not rulings and not no_failure:
         errors["codes"] = "pick the final modes, or 'no failure mode'"
+    rulings = [
+        replace(r, evidence=clean_anchors(r.evidence), contrast=clean_anchors(r.contrast))
+        for r in rulings
+        if r.code_id in modes
+    ]
+    # As at submit: an anchor into a run imported before files were kept cannot be checked, and passes.
+    for key, problems in anchor_problems(run=discussion.run, labels=rulings, unchecked=False).items():
+        name, _, code_id = key.partition("-")
+        errors[key] = f"'{modes[int(code_id)]}' {name}: " + "; ".join(problems)
     if errors:
         raise AnnotationError("; ".join(f"{k}: {v}" for k, v in errors.items()), errors)
     final = FinalCoding.objects.create(
@@ -222,10 +245,12 @@ def adjudicate(
         provenance=FinalCoding.Provenance.ADJUDICATED,
         decided_by=actor,
         no_failure=no_failure,
-        note=note,
+        note=note.strip(),
     )
     # The adjudicator's rationale decides; what the annotators recorded for a ruled mode is kept,
-    # with its episodes (one instance if neither annotator picked the mode).
+    # with its episodes (one instance if neither annotator picked the mode). The consequence and
+    # anchors the adjudicator gives replace those of the mode's first episode only: the others are
+    # separate episodes, with their own evidence (docs/agreement.md).
     annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
     recorded = merged_labels(annotations)
     FinalLabel.objects.bulk_create(
@@ -236,7 +261,7 @@ def adjudicate(
                 instance=instance,
                 provenance=FinalCoding.Provenance.ADJUDICATED,
                 decided_by=actor,
-                **{**fields, "rationale": r.rationale.strip()},
+                **{**fields, **(_ruled_fields(r) if instance == 1 else {}), "rationale": r.rationale.strip()},
             )
             for r in rulings
             for instance, fields in (
@@ -249,9 +274,20 @@ def adjudicate(
     discussion.save(update_fields=["status", "resolved_at"])
     keys = dict(Code.objects.filter(pk__in=[r.code_id for r in rulings]).values_list("pk", "key"))
     record("final.adjudicated", f"adjudicated: {_codes(keys.values())}", actor=actor,
-           study_id=discussion.study_id, run_id=discussion.run_id, no_failure=no_failure, note=note,
-           rulings=[{"mode": keys[r.code_id], "rationale": r.rationale.strip()} for r in rulings])  # fmt: skip
+           study_id=discussion.study_id, run_id=discussion.run_id, no_failure=no_failure, note=note.strip(),
+           rulings=[{"mode": keys[r.code_id], "rationale": r.rationale.strip(), **_ruled_fields(r)}
+                    for r in rulings])  # fmt: skip
     return final
+
+
+def _ruled_fields(ruling: Ruling) -> dict:
+    """The fields the adjudicator gave besides the rationale (an empty one keeps what was recorded)."""
+    given = {
+        "realized_consequence": ruling.realized_consequence.strip(),
+        "evidence": ruling.evidence,
+        "contrast": ruling.contrast,
+    }
+    return {name: value for name, value in given.items() if value}
 
 
 @transaction.atomic

@@ -66,6 +66,8 @@ def annotate(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
         "labels": labels,
         "discussion": discussion,
         "revising": revising,
+        # the status line: has this coding been revised since it was submitted?
+        "revised": revising and annotation.history.filter(action="revise").exists(),
         "editable": not annotation.is_submitted or revising,
         "save_url": reverse("annotation:revise" if revising else "annotation:save", args=[assignment.pk]),
         # Each mode's card holds its instances (episodes); an unpicked mode shows one empty instance.
@@ -91,10 +93,15 @@ def _status(
     warnings: list[str] | None = None,
     status: int = 200,
     saved: bool = False,
+    discussion: Discussion | None = None,
 ) -> HttpResponse:
     conflict = status == 409 and isinstance(error, ConflictError)
+    revising = discussion is not None and discussion.status == Discussion.Status.OPEN and annotation.is_submitted
     context = {
         "annotation": annotation,
+        "discussion": discussion,
+        "revising": revising,
+        "revised": revising and not error,  # a revision that went through
         "error": str(error),
         "refused": refused,
         "warnings": warnings or [],
@@ -109,7 +116,13 @@ def _status(
 
 
 def _apply(
-    request: HtmxHttpRequest, annotation, write, *, refused: str = "Not saved.", saved: bool = False
+    request: HtmxHttpRequest,
+    annotation,
+    write,
+    *,
+    refused: str = "Not saved.",
+    saved: bool = False,
+    discussion: Discussion | None = None,
 ) -> HttpResponse | None:
     """Parse the annotate form and run `write(form)`; a refusal becomes the status fragment
     (409 for a stale version or a locked annotation, 422 for invalid input)."""
@@ -117,10 +130,12 @@ def _apply(
         write(parse_annotation_form(request.POST))
     except (ConflictError, LockedError) as exc:
         _reload(annotation)
-        return _status(request, annotation, error=exc, refused=refused, status=409, saved=saved)
+        return _status(request, annotation, error=exc, refused=refused, status=409, saved=saved, discussion=discussion)
     except AnnotationError as exc:
         _reload(annotation)
-        return _status(request, annotation, error=str(exc), refused=refused, status=422, saved=saved)
+        return _status(
+            request, annotation, error=str(exc), refused=refused, status=422, saved=saved, discussion=discussion
+        )
     return None
 
 
@@ -129,14 +144,17 @@ def _reload(annotation) -> None:
         annotation.refresh_from_db()
 
 
-def _saved(request: HtmxHttpRequest, assignment: Assignment, annotation) -> HttpResponse:
+def _saved(
+    request: HtmxHttpRequest, assignment: Assignment, annotation, discussion: Discussion | None = None
+) -> HttpResponse:
     """Saved; anchors that do not resolve are said now (the coding keeps them, and submitting
     refuses them until they are fixed)."""
     if not request.htmx:
         return redirect("annotation:annotate", assignment_id=assignment.pk)
     labels = annotation.labels.all() if annotation.pk else []
     problems = anchor_problems(run=assignment.run, labels=labels)
-    return _status(request, annotation, warnings=[m for messages in problems.values() for m in messages])
+    warnings = [m for messages in problems.values() for m in messages]
+    return _status(request, annotation, warnings=warnings, discussion=discussion)
 
 
 @require_POST
@@ -206,4 +224,6 @@ def revise(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     def write(form):
         annotation_revise(discussion=discussion, annotation=annotation, actor=request.user, **form)
 
-    return _apply(request, annotation, write) or _saved(request, assignment, annotation)
+    return _apply(request, annotation, write, discussion=discussion) or _saved(
+        request, assignment, annotation, discussion
+    )

@@ -12,6 +12,7 @@ from config.htmx import HtmxHttpRequest
 from trajectories.selectors import pair_sides
 
 from ..errors import AnnotationError
+from ..forms import RULING_INPUTS, parse_ruling_form
 from ..models import Discussion
 from ..selectors import review as selectors
 from ..services import review as flow
@@ -34,9 +35,12 @@ def discussion_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 def discussion_detail(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
     discussion = _discussion(request, discussion_id)
+    compare = selectors.codings_compare(discussion=discussion)
     context = {
         "discussion": discussion,
-        "compare": selectors.codings_compare(discussion=discussion),
+        "compare": compare,
+        "changes": selectors.coding_changes(discussion=discussion, compare=compare),
+        "final": selectors.final_for(discussion=discussion),
         "comments": discussion.comments.select_related("author"),
         "is_participant": request.user.pk in selectors.participants(discussion),
         "my_assignment": discussion.study.assignments.filter(run_id=discussion.run_id, annotator=request.user).first(),
@@ -88,35 +92,50 @@ def adjudication_queue(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def adjudicate(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
+    """The ruling on an escalated discussion; before escalation and once the run is final, the page
+    only shows (the final labels, who decided and when)."""
     discussion = _discussion(request, discussion_id)
     if request.user.pk != discussion.study.adjudicator_id:
         raise Http404("Only the study's adjudicator adjudicates.")
-    error = ""
+    error, errors, status = "", {}, 200
     if request.method == "POST":
         try:
-            rulings = [
-                flow.Ruling(code_id=int(code_id), rationale=request.POST.get(f"rationale-{code_id}", ""))
-                for code_id in request.POST.getlist("code")
-            ]
-            flow.adjudicate(
-                discussion=discussion,
-                actor=request.user,
-                rulings=rulings,
-                no_failure=request.POST.get("no_failure") == "on",
-                note=request.POST.get("note", ""),
-            )
-        except (AnnotationError, ValueError) as exc:
-            error = str(exc)
+            flow.adjudicate(discussion=discussion, actor=request.user, **parse_ruling_form(request.POST))
+        except AnnotationError as exc:
+            error, errors = str(exc), exc.errors
+            # A refused ruling on an escalated case is bad input; on any other case, the wrong state.
+            status = 422 if discussion.status == Discussion.Status.ESCALATED else 409
         else:
-            messages.success(request, f"Run {discussion.run.task.external_id} adjudicated.")
-            return redirect("annotation:adjudication_queue")
-    modes = discussion.study.codebook.codes.filter(level="mode").select_related("parent").order_by("position")
+            messages.success(request, f"Run {discussion.run.task.external_id} adjudicated: the final labels are below.")
+            return redirect("annotation:adjudicate", discussion_id=discussion.pk)
+    compare = selectors.codings_compare(discussion=discussion)
+    final = selectors.final_for(discussion=discussion)
     context = {
         "discussion": discussion,
-        "compare": selectors.codings_compare(discussion=discussion),
+        "compare": compare,
+        "changes": selectors.coding_changes(discussion=discussion, compare=compare),
         "comments": discussion.comments.select_related("author"),
-        "modes": modes,
+        "modes": _ruling_form(request, discussion, compare, errors)
+        if discussion.status == Discussion.Status.ESCALATED
+        else None,
+        "final": final,
+        "next_case": selectors.adjudication_queue(user=request.user).first() if final else None,
+        "posted": {"no_failure": request.POST.get("no_failure") == "on", "note": request.POST.get("note", "")},
         "error": error,
+        "errors": errors,
         **pair_sides(discussion.run),
     }
-    return render(request, "annotation/adjudicate.html", context, status=422 if error else 200)
+    return render(request, "annotation/adjudicate.html", context, status=status)
+
+
+def _ruling_form(request: HtmxHttpRequest, discussion: Discussion, compare: dict, errors: dict) -> dict:
+    """The modes to rule on (selectors.review.ruling_modes), each with what this request posted for it
+    and the errors of its fields, so that a refused ruling comes back as it was typed."""
+    modes = selectors.ruling_modes(discussion=discussion, compare=compare)
+    picked = request.POST.getlist("code")
+    for row in [*modes["proposed"], *modes["others"]]:
+        pk = row["code"].pk
+        row["checked"] = str(pk) in picked
+        row["values"] = {name: request.POST.get(f"{name}-{pk}", "") for name in RULING_INPUTS}
+        row["errors"] = {name: errors.get(f"{name}-{pk}", "") for name in (*RULING_INPUTS, "code")}
+    return modes

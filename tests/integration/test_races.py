@@ -113,3 +113,26 @@ def test_racing_http_saves_never_lose_an_update(study, trio):
         assert stored.version == version + 1 and f'value="{version + 1}"' in winner.content.decode()
         assert post("late retry", version).status_code == 409
         assert Annotation.objects.get(assignment=assignment).notes == stored.notes
+
+
+def test_two_rulings_sent_at_once_record_one_final(study, codebook, adjudicator):
+    """The adjudicator submits the ruling from two tabs at once: one is recorded, the other is told the
+    case is adjudicated (409), never a server error or a second final coding."""
+    from annotation.models import Discussion, FinalCoding
+    from annotation.services.review import discussion_escalate
+    from tests.conftest import client_for, submit_disagreement
+
+    run = study.runs.order_by("pk").first()
+    discussion = submit_disagreement(study, run.pk, codebook)
+    discussion_escalate(discussion=discussion, actor=Assignment.objects.filter(run=run).first().annotator)
+    stale = codebook.codes.get(key="stale-handoff")
+    url = f"/annotate/adjudication/{discussion.pk}/"
+
+    def post(rationale):
+        return client_for(adjudicator).post(url, {"code": [stale.pk], f"rationale-{stale.pk}": rationale})
+
+    responses = race(lambda: post("tab A"), lambda: post("tab B"))
+    assert sorted(r.status_code for r in responses) == [302, 409], responses
+    assert "is adjudicated" in next(r for r in responses if r.status_code == 409).content.decode()
+    assert FinalCoding.objects.filter(run=run).count() == 1
+    assert Discussion.objects.get(pk=discussion.pk).status == "adjudicated"
