@@ -12,17 +12,10 @@
   const noMatch = form.querySelector(".no-match");
   const boxes = () => Array.from(form.querySelectorAll('input[name="code"]'));
 
-  // 0 exact, 1 prefix, 2 a word of the name starts with it, 3 inside the name or key,
-  // 4 inside the definition; -1 no match.
+  // the shared ranking (code-rank.js); -1 for no match
   function rank(item, query) {
-    const name = item.dataset.name;
-    const key = item.dataset.key;
-    if (name === query || key === query) return 0;
-    if (name.startsWith(query) || key.startsWith(query)) return 1;
-    if (name.split(/[\s\-–]+/).some((word) => word.startsWith(query))) return 2;
-    if (name.includes(query) || key.includes(query)) return 3;
-    if (item.dataset.definition.includes(query)) return 4;
-    return -1;
+    const r = window.Parallax.rankCode(item, query);
+    return r === null ? -1 : r;
   }
 
   let best = null;

@@ -217,15 +217,7 @@
   });
 
   // -- search: exact names first, then prefixes, then words, then anywhere, then definitions ----
-  function rank(option, query) {
-    const name = option.dataset.name, key = option.dataset.key;
-    if (name === query || key === query) return 0;
-    if (name.startsWith(query) || key.startsWith(query)) return 1;
-    if (name.split(/[\s/-]+/).some((word) => word.startsWith(query))) return 2;
-    if (name.includes(query) || key.includes(query)) return 3;
-    if (option.dataset.definition.includes(query)) return 4;
-    return null;
-  }
+  const rank = window.Parallax.rankCode;  // code-rank.js, shared with the adjudication form
 
   let ranked = [];  // the modes shown, best first: what Enter and the number keys act on
   function filter() {
