@@ -168,6 +168,7 @@ CACHES = {
 }
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "trajectories:run_list"
+CSRF_FAILURE_VIEW = "config.views.csrf_failure"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"

@@ -40,4 +40,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
 ]
 
+handler400 = "config.views.bad_request_page"
+handler403 = "config.views.forbidden"
 handler404 = "config.views.not_found"
+handler500 = "config.views.crashed"
