@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import redirect
 from django.template import loader
 from django.views.decorators.csrf import requires_csrf_token
 from django.views.decorators.http import require_GET
 from django.views.defaults import bad_request, page_not_found, permission_denied, server_error
 
+from annotation.selectors.landing import landing_url
 from config.htmx import HtmxHttpRequest
 
 # The error pages: the site's layout for people (templates/4xx.html, 500.html), JSON for the API's
@@ -55,6 +57,12 @@ def csrf_failure(request: HtmxHttpRequest, reason: str = "") -> HttpResponse:
     template = loader.get_template("403.html")
     message = "The form's security token was missing or out of date. Reload the page and try again."
     return HttpResponse(template.render({"exception": message}, request), status=403)
+
+
+@require_GET
+def home(request: HtmxHttpRequest) -> HttpResponseRedirect:
+    """Where a signed-in person starts (also where login leads): annotation.selectors.landing.landing_url."""
+    return redirect(landing_url(request.user))
 
 
 @login_not_required

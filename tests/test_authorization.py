@@ -23,7 +23,7 @@ ROLES = ("anon", "own", "other", "adjudicator", "admin")
 # 302 for anon = sent to the login page; 403 = the role may not; 404 = not yours (blind, so an id of
 # someone else's work is never confirmed); 405 = wrong method; 400/422 = let in, empty form refused.
 EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
-    "": ((302, 302, 302, 302, 302), (302, 302, 302, 302, 302)),
+    "": ((302, 302, 302, 302, 302), (302, 405, 405, 405, 405)),  # role-aware landing (GET only)
     "accounts/login/": ((200, 200, 200, 200, 200), (200, 200, 200, 200, 200)),
     "admin/login/": ((302, 302, 302, 302, 302), (302, 302, 302, 302, 302)),  # to the one login page
     "accounts/logout/": ((302, 405, 405, 405, 405), (302, 302, 302, 302, 302)),
