@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, TextField, Value, When
@@ -18,6 +19,7 @@ from .artifacts import (
     summary_counts,
     summary_tests,
 )
+from .benchmarks import canonical_benchmark
 from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, Task
 
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
@@ -69,6 +71,14 @@ def pair_sides(run: Run) -> dict:
 
 
 # -- lists and pages -------------------------------------------------------------------------
+
+
+def run_filters(params: Mapping[str, str]) -> dict[str, str]:
+    """The run filters of a query string, trimmed; a benchmark under its one name, so that a link with
+    another spelling (`?benchmark=swebench_verified`) still finds the benchmark's runs."""
+    filters = {key: params.get(key, "").strip() for key in (*RUN_FILTERS, "q")}
+    filters["benchmark"] = canonical_benchmark(filters["benchmark"])
+    return filters
 
 
 def run_list(*, filters: dict[str, str] | None = None) -> QuerySet[Run]:
