@@ -125,11 +125,18 @@ def context_events(
     return list(qs[offset : offset + limit + 1])  # one extra tells whether there is a next page
 
 
+DIFFICULTY_ORDER = {value: i for i, value in enumerate(Task.Difficulty.values)}
+
+
 def filter_choices() -> dict[str, list[str]]:
+    """The run list's dropdowns, each value once. `order_by()` before `distinct()`: Task's default
+    ordering (benchmark name, task id) would join the SELECT DISTINCT and repeat a difficulty once
+    per task."""
+    difficulties = Task.objects.exclude(difficulty="").order_by().values_list("difficulty", flat=True).distinct()
     return {
-        "benchmarks": list(Benchmark.objects.values_list("name", flat=True)),
-        "agents": list(AgentSystem.objects.values_list("name", flat=True)),
-        "difficulties": sorted(d for d in Task.objects.values_list("difficulty", flat=True).distinct() if d),
+        "benchmarks": list(Benchmark.objects.order_by("name").values_list("name", flat=True)),
+        "agents": list(AgentSystem.objects.order_by("name").values_list("name", flat=True)),
+        "difficulties": sorted(difficulties, key=lambda d: (DIFFICULTY_ORDER.get(d, len(DIFFICULTY_ORDER)), d)),
     }
 
 
