@@ -1,4 +1,5 @@
-"""The adjudication queue: its dropdown filters list each value once, filter, stay the adjudicator's own."""
+"""The adjudication queue: its dropdown filters list each value once, filter, stay the adjudicator's own;
+agreement is shown as agreement (1 − MASI distance), on the queue and the discussion pages."""
 
 from __future__ import annotations
 
@@ -79,3 +80,16 @@ def test_the_queue_costs_the_same_queries_for_one_run_or_five(study, codebook, a
     with CaptureQueriesContext(connection) as five:
         body = client.get(QUEUE).content.decode()
     assert rows(body) == 5 and len(five) == len(one)
+
+
+def test_agreement_is_shown_as_agreement(escalated, adjudicator, trio):
+    scale = "1 − MASI distance between the two first submissions' modes: 1 = the same modes, 0 = no mode in common"
+    queue = client_for(adjudicator).get(QUEUE).content.decode()
+    assert f"Agreement: {scale}." in queue and "(1 − MASI)" not in queue
+    discussion = escalated[0]
+    annotator = Assignment.objects.filter(study=discussion.study, run=discussion.run).first().annotator
+    listing = client_for(annotator).get("/annotate/discussions/").content.decode()
+    assert f"Agreement: {scale}." in listing
+    detail = client_for(annotator).get(f"/annotate/discussions/{discussion.pk}/").content.decode()
+    assert f"Agreement <strong>{discussion.agreement:.2f}</strong>" in detail and f"({scale})" in detail
+    assert "(1 − MASI)" not in detail
