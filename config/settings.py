@@ -167,7 +167,8 @@ CACHES = {
     )
 }
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "trajectories:run_list"
+LOGIN_REDIRECT_URL = "home"  # role-aware: annotation/selectors/landing.py
+CSRF_FAILURE_VIEW = "config.views.csrf_failure"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"

@@ -14,7 +14,7 @@ from accounts.views import LoginView
 from config import views
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="trajectories:run_list"), name="home"),
+    path("", views.home, name="home"),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # One login page (with its throttle) for the app and the admin.
@@ -40,4 +40,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
 ]
 
+handler400 = "config.views.bad_request_page"
+handler403 = "config.views.forbidden"
 handler404 = "config.views.not_found"
+handler500 = "config.views.crashed"

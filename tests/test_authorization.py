@@ -1,8 +1,12 @@
 """The authorization matrix: every route in the URL conf × {anonymous, an annotator on their own
 object, an annotator on someone else's object, the study's adjudicator, an admin}, for GET and for
-POST. A route missing from EXPECTED fails the test: new routes must be classified here."""
+POST. A route missing from EXPECTED fails the test: new routes must be classified here. Every HTML page it
+renders must show neither template syntax nor a literal "None" in its visible text."""
 
 from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
@@ -23,7 +27,7 @@ ROLES = ("anon", "own", "other", "adjudicator", "admin")
 # 302 for anon = sent to the login page; 403 = the role may not; 404 = not yours (blind, so an id of
 # someone else's work is never confirmed); 405 = wrong method; 400/422 = let in, empty form refused.
 EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
-    "": ((302, 302, 302, 302, 302), (302, 302, 302, 302, 302)),
+    "": ((302, 302, 302, 302, 302), (302, 405, 405, 405, 405)),  # role-aware landing (GET only)
     "accounts/login/": ((200, 200, 200, 200, 200), (200, 200, 200, 200, 200)),
     "admin/login/": ((302, 302, 302, 302, 302), (302, 302, 302, 302, 302)),  # to the one login page
     "accounts/logout/": ((302, 405, 405, 405, 405), (302, 302, 302, 302, 302)),
@@ -90,6 +94,40 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "api/docs/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
     "healthz": ((200, 200, 200, 200, 200), (405, 405, 405, 405, 405)),
 }
+
+
+class _VisibleText(HTMLParser):
+    """The text a person sees: not the head, scripts, styles or tooltips (<title>), nor attributes."""
+
+    HIDDEN = frozenset({"head", "script", "style", "title", "template", "noscript"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = 0
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.HIDDEN:
+            self.hidden += 1
+
+    def handle_endtag(self, tag):
+        if tag in self.HIDDEN and self.hidden:
+            self.hidden -= 1
+
+    def handle_data(self, data):
+        if not self.hidden:
+            self.parts.append(data)
+
+
+def visible_text(html: str) -> str:
+    parser = _VisibleText()
+    parser.feed(html)
+    return " ".join(" ".join(parser.parts).split())
+
+
+def test_visible_text_leaves_out_what_is_not_shown():
+    html = "<html><head><title>None</title></head><body><p>a</p><svg><title>None</title></svg><p>b None</p></body>"
+    assert visible_text(html) == "a b None"
 
 
 def world(study, codebook, trio, adjudicator):
@@ -180,6 +218,8 @@ def observed(study, codebook, trio, adjudicator, admin_user) -> dict[str, tuple[
                 body = response.content.decode()
                 leaked = [mark for mark in ("{#", "#}", "{%", "%}", "{{", "}}") if mark in body]
                 assert not leaked, f"{url} as {role} shows template text {leaked}"
+                nones = re.findall(r".{0,40}\bNone\b.{0,40}", visible_text(body))
+                assert not nones, f"{url} as {role} shows a literal None: {nones}"
             row_post.append(client.post(url, {}).status_code)
         table[route] = (tuple(row_get), tuple(row_post))
     return table

@@ -141,7 +141,7 @@ class RunListAPI(generics.ListAPIView):
     serializer_class = RunSerializer
 
     def get_queryset(self):
-        filters = {key: self.request.query_params.get(key, "") for key in (*selectors.RUN_FILTERS, "q")}
+        filters = selectors.run_filters(self.request.query_params)
         return visible_runs(self.request.user, selectors.run_list(filters=filters))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, TextField, Value, When
@@ -18,6 +19,7 @@ from .artifacts import (
     summary_counts,
     summary_tests,
 )
+from .benchmarks import canonical_benchmark
 from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, Task
 
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
@@ -71,6 +73,14 @@ def pair_sides(run: Run) -> dict:
 # -- lists and pages -------------------------------------------------------------------------
 
 
+def run_filters(params: Mapping[str, str]) -> dict[str, str]:
+    """The run filters of a query string, trimmed; a benchmark under its one name, so that a link with
+    another spelling (`?benchmark=swebench_verified`) still finds the benchmark's runs."""
+    filters = {key: params.get(key, "").strip() for key in (*RUN_FILTERS, "q")}
+    filters["benchmark"] = canonical_benchmark(filters["benchmark"])
+    return filters
+
+
 def run_list(*, filters: dict[str, str] | None = None) -> QuerySet[Run]:
     """Runs with task/agent joined and an `is_paired` flag (twin of the other mode exists)."""
     filters = filters or {}
@@ -115,11 +125,18 @@ def context_events(
     return list(qs[offset : offset + limit + 1])  # one extra tells whether there is a next page
 
 
+DIFFICULTY_ORDER = {value: i for i, value in enumerate(Task.Difficulty.values)}
+
+
 def filter_choices() -> dict[str, list[str]]:
+    """The run list's dropdowns, each value once. `order_by()` before `distinct()`: Task's default
+    ordering (benchmark name, task id) would join the SELECT DISTINCT and repeat a difficulty once
+    per task."""
+    difficulties = Task.objects.exclude(difficulty="").order_by().values_list("difficulty", flat=True).distinct()
     return {
-        "benchmarks": list(Benchmark.objects.values_list("name", flat=True)),
-        "agents": list(AgentSystem.objects.values_list("name", flat=True)),
-        "difficulties": sorted(d for d in Task.objects.values_list("difficulty", flat=True).distinct() if d),
+        "benchmarks": list(Benchmark.objects.order_by("name").values_list("name", flat=True)),
+        "agents": list(AgentSystem.objects.order_by("name").values_list("name", flat=True)),
+        "difficulties": sorted(difficulties, key=lambda d: (DIFFICULTY_ORDER.get(d, len(DIFFICULTY_ORDER)), d)),
     }
 
 

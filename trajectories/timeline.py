@@ -1,8 +1,8 @@
 """Swimlane geometry for the run timeline (pure: plain values in, plain values out).
 
-Every lane is one agent context; x positions are percentages of the run's span (the same
-normalisation as the process metrics), so the concurrent run and its sequential twin can
-be read on the same 0–1 axis.
+Every lane is one agent context, drawn as its own row: the agent's name and role on the left, its
+bar on the right. x positions are percentages of the run's span (the same normalisation as the
+process metrics), so the concurrent run and its sequential twin can be read on the same 0–1 axis.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 LANE_HEIGHT = 14
-LANE_GAP = 4
-COMPACT_LANE_HEIGHT = 5  # used when a run has many sub-agents
+COMPACT_LANE_HEIGHT = 9  # used when a run has many sub-agents: still a row its label can sit beside
 COMPACT_THRESHOLD = 60
+AXIS_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+ROLE_NAMES = {"main": "main agent", "sub": "sub-agent"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,6 @@ class Lane:
     label: str
     role: str
     status: str
-    y: int
     height: int
     x: float  # percent
     width: float  # percent
@@ -47,34 +47,67 @@ class Lane:
         return round(self.x + self.width, 3)
 
     @property
+    def role_name(self) -> str:
+        """What the lane's label says the agent is: main agent, sub-agent (nested: its depth)."""
+        name = ROLE_NAMES.get(self.role, self.role)
+        return f"{name}, depth {self.depth}" if self.role == "sub" and self.depth > 1 else name
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("failed", "killed")
+
+    @property
     def tooltip(self) -> str:
         duration = "unknown duration" if self.duration_s is None else f"{self.duration_s:.1f} s"
         span = "" if self.start_pos is None else f", {self.start_pos:.2f}→{self.end_pos:.2f} of the run"
         status = f", {self.status}" if self.status else ""
-        return f"{self.label or self.role} — {duration}{span}{status}"
+        return f"{self.label or self.role} ({self.role_name}) — {duration}{span}{status}"
 
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
     lanes: list[Lane]
-    height: int
     span_s: float | None
     compact: bool
+
+    @property
+    def n_sub(self) -> int:
+        return sum(1 for lane in self.lanes if lane.role == "sub")
+
+    @property
+    def n_main(self) -> int:
+        return len(self.lanes) - self.n_sub
+
+    @property
+    def ticks(self) -> list[str]:
+        """The x axis: shares of the run's span (the axis title says how many seconds 1 is)."""
+        return [f"{t:g}" for t in AXIS_TICKS]
+
+    @property
+    def legend(self) -> list[tuple[str, str]]:
+        """(css class, meaning) of each mark the lanes use, in the order they appear."""
+        marks = [("main", "main agent, running")]
+        if self.n_sub:
+            marks.append(("sub", "sub-agent, running"))
+        if any(lane.failed for lane in self.lanes):
+            marks.append(("failed", "failed or killed"))
+        if self.n_sub:
+            marks += [("spawn", "sub-agent started"), ("join", "sub-agent ended")]
+        return [*marks, ("track", "not running")]
 
 
 def build_timeline(contexts: list[LaneInput]) -> Timeline:
     times = [t for c in contexts for t in (c.started_at, c.ended_at) if t is not None]
     compact = len(contexts) > COMPACT_THRESHOLD
     height = COMPACT_LANE_HEIGHT if compact else LANE_HEIGHT
-    gap = 1 if compact else LANE_GAP
     if not times:
-        origin = finish = None
+        origin = None
         span = None
     else:
         origin, finish = min(times), max(times)
         span = (finish - origin).total_seconds()
     lanes = []
-    for index, ctx in enumerate(contexts):
+    for ctx in contexts:
         start = ctx.started_at or ctx.ended_at
         end = ctx.ended_at or ctx.started_at
         if start is None or origin is None:
@@ -92,7 +125,6 @@ def build_timeline(contexts: list[LaneInput]) -> Timeline:
                 label=ctx.label,
                 role=ctx.role,
                 status=ctx.status,
-                y=index * (height + gap),
                 height=height,
                 x=round(x, 3),
                 width=round(width, 3),
@@ -102,5 +134,4 @@ def build_timeline(contexts: list[LaneInput]) -> Timeline:
                 depth=ctx.depth,
             )
         )
-    total = len(contexts) * (height + gap)
-    return Timeline(lanes=lanes, height=max(total, height), span_s=span, compact=compact)
+    return Timeline(lanes=lanes, span_s=span, compact=compact)

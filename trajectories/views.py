@@ -29,7 +29,7 @@ EVENTS_PER_PAGE = 100
 
 @require_GET
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
-    filters = {key: request.GET.get(key, "").strip() for key in (*selectors.RUN_FILTERS, "q")}
+    filters = selectors.run_filters(request.GET)
     runs = visible_runs(request.user, selectors.run_list(filters=filters))
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
@@ -163,7 +163,7 @@ def pair_anchor(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 def metrics_csv(request: HtmxHttpRequest) -> StreamingHttpResponse:
-    filters = {key: request.GET.get(key, "").strip() for key in (*selectors.RUN_FILTERS, "q")}
+    filters = selectors.run_filters(request.GET)
     rows = metrics_rows(visible_runs(request.user, selectors.run_list(filters=filters)).iterator(chunk_size=500))
     response = StreamingHttpResponse(csv_lines(rows, METRICS_COLUMNS), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="parallax-run-metrics.csv"'

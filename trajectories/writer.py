@@ -19,6 +19,7 @@ from django.db import connections, router
 from psycopg.types.json import Jsonb
 
 from .artifacts import artifact_kind, read_text
+from .benchmarks import canonical_benchmark
 from .formats.records import FormatError, RunHeader, RunSource
 from .models import AgentContext, AgentSystem, Benchmark, Event, ImportBatch, Run, RunFile, Task
 from .validate import SOURCE_NAME_MAX, CheckedContext, CheckedRun, RunCheck
@@ -53,10 +54,11 @@ class Lookups:
     def task(self, header: RunHeader, *, name: str) -> Task:
         """The run's task, created on first sight; a later run fills in what it lacked. The two
         runs of a pair must share their prompt."""
-        benchmark_id = self.benchmarks.get(header.benchmark)
+        benchmark = canonical_benchmark(header.benchmark)  # one row per benchmark, however it is spelled
+        benchmark_id = self.benchmarks.get(benchmark)
         if benchmark_id is None:
-            benchmark_id = Benchmark.objects.get_or_create(name=header.benchmark)[0].pk
-            self._remember(self.benchmarks, header.benchmark, benchmark_id)
+            benchmark_id = Benchmark.objects.get_or_create(name=benchmark)[0].pk
+            self._remember(self.benchmarks, benchmark, benchmark_id)
         key = (benchmark_id, header.task_id)
         task = self.tasks.get(key)
         if task is None:

@@ -4,6 +4,7 @@ in time order. Three queries."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from activity.models import ActivityEntry
@@ -32,8 +33,8 @@ def run_history(*, study: Study, run_id: int) -> list[dict]:
                 "kind": "coding",
                 "action": entry.action,
                 "summary": summary,
-                "before": entry.before,
-                "after": entry.after,
+                "before": _as_json(entry.before),
+                "after": _as_json(entry.after),
             }
         )
     for entry in ActivityEntry.objects.filter(study_id=study.pk, run_id=run_id).select_related("actor"):
@@ -44,7 +45,7 @@ def run_history(*, study: Study, run_id: int) -> list[dict]:
                 "kind": "review",
                 "action": entry.action,
                 "summary": entry.summary,
-                "after": entry.detail,
+                "after": _as_json(entry.detail),
             }
         )
     comments = Comment.objects.filter(discussion__study=study, discussion__run_id=run_id).select_related("author")
@@ -59,6 +60,11 @@ def run_history(*, study: Study, run_id: int) -> list[dict]:
             }
         )
     return sorted(rows, key=lambda row: row["at"])
+
+
+def _as_json(state: dict | None) -> str:
+    """A recorded state as it is stored (JSON: null, true), for the page's "recorded state"."""
+    return json.dumps(state, indent=2, sort_keys=True, ensure_ascii=False) if state else ""
 
 
 def _labels(snapshot: dict | None) -> str:

@@ -140,10 +140,14 @@ def my_discussions(*, user: AbstractBaseUser):
     )
 
 
+def _escalated_to(user: AbstractBaseUser):
+    return Discussion.objects.filter(study__adjudicator=user, status=Discussion.Status.ESCALATED)
+
+
 def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None = None):
     filters = filters or {}
     qs = (
-        Discussion.objects.filter(study__adjudicator=user, status=Discussion.Status.ESCALATED)
+        _escalated_to(user)
         .select_related("study", "run__task__benchmark", "run__agent", "escalated_by")
         .order_by("agreement", "escalated_at")
     )
@@ -154,3 +158,20 @@ def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None
     if filters.get("study"):
         qs = qs.filter(study__name=filters["study"])
     return qs
+
+
+def adjudication_filter_choices(*, user: AbstractBaseUser) -> dict[str, list[str]]:
+    """The queue's dropdowns: the agents, benchmarks and studies of what waits for this adjudicator,
+    each once (one query; `order_by()` keeps Discussion's ordering out of the DISTINCT)."""
+    rows = (
+        _escalated_to(user)
+        .order_by()
+        .values_list("run__agent__name", "run__task__benchmark__name", "study__name")
+        .distinct()
+    )
+    agents, benchmarks, studies = set(), set(), set()
+    for agent, benchmark, study in rows:
+        agents.add(agent)
+        benchmarks.add(benchmark)
+        studies.add(study)
+    return {"agents": sorted(agents), "benchmarks": sorted(benchmarks), "studies": sorted(studies)}

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from activity.services import record as log
 from taxonomy.models import Code
+from trajectories.benchmarks import canonical_benchmark
 from trajectories.models import Run
 
 from ..errors import AnnotationError
@@ -39,7 +40,7 @@ def _published_run(study: Study, record, benchmark_hint: str) -> Run:
     agent = AGENT_ALIASES.get(agent_raw, agent_raw)
     runs = study.runs.filter(task__external_id=task_id, agent__name=agent, mode=Run.Mode.CONCURRENT)
     if benchmark_hint and runs.count() > 1:
-        runs = runs.filter(task__benchmark__name=benchmark_hint)
+        runs = runs.filter(task__benchmark__name=canonical_benchmark(benchmark_hint))
     found = list(runs[:2])
     if not found:
         raise AnnotationError(f"{record.name}: no concurrent run of task {task_id!r} by {agent} in {study}")

@@ -53,9 +53,15 @@ def study_dashboard(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         "per_code": per_code,
         "mode_pairs": mode_pairs,
         "over_time": over_time,
-        "over_time_chart": charts.line([(p["runs"], p["kappa"]) for p in over_time]),
+        "over_time_chart": charts.line(
+            [(p["runs"], p["kappa"]) for p in over_time],
+            x_label="runs coded by both annotators (count, in the order they were completed)",
+            y_label="mean pooled κ (modes)",
+        ),
         "table3": table3,
-        "table3_chart": charts.bars([(r["name"], r["count"]) for r in mode_rows]),
+        "table3_chart": charts.bars(
+            [(r["name"], r["count"]) for r in mode_rows], x_label="instances in the final labels (count)"
+        ),
         "agents": sorted(table3["instances_by_agent"])
         or sorted({r["agent"] for r in dashboard.progress(study=study)["strata"]}),
         "rq1": dashboard.study_outcomes(study=study),

@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.htmx import HtmxHttpRequest
+from trajectories.benchmarks import canonical_benchmark
 from trajectories.selectors import pair_sides
 
 from ..errors import AnnotationError
@@ -86,8 +87,12 @@ def discussion_resolve(request: HtmxHttpRequest, discussion_id: int) -> HttpResp
 @require_GET
 def adjudication_queue(request: HtmxHttpRequest) -> HttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in ("agent", "benchmark", "study")}
+    filters["benchmark"] = canonical_benchmark(filters["benchmark"])  # a link may spell it another way
     queue = list(selectors.adjudication_queue(user=request.user, filters=filters))
-    return render(request, "annotation/adjudication_queue.html", {"queue": queue, "filters": filters})
+    choices = selectors.adjudication_filter_choices(user=request.user)
+    return render(
+        request, "annotation/adjudication_queue.html", {"queue": queue, "filters": filters, "choices": choices}
+    )
 
 
 @require_http_methods(["GET", "POST"])

@@ -65,3 +65,12 @@ def test_the_history_shows_the_published_record_in_the_page(study, adjudicator):
     page = client_for(adjudicator).get(f"/annotate/studies/{study.pk}/runs/{run.pk}/history/").content.decode()
     title = page.split("<title>")[1].split("</title>")[0]
     assert "pair_id" not in title and "pair_id: x/codex" in page.split("</title>")[1]
+
+
+def test_the_recorded_state_is_shown_as_the_json_it_is_stored_as(study, codebook, adjudicator):
+    run = study.runs.order_by("pk").first()
+    a, _ = both(study, run)
+    code_run(a, [mode_code(codebook, "lossy-handoff")])
+    page = client_for(adjudicator).get(f"/annotate/studies/{study.pk}/runs/{run.pk}/history/").content.decode()
+    assert "recorded state" in page and "&quot;no_failure&quot;: false" in page
+    assert "None" not in page and "False" not in page  # not Python's repr of it

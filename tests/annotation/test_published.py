@@ -192,3 +192,20 @@ def test_a_value_of_several_paragraphs_survives_export_and_import():
     fields = parse_annotation_md(text).failures[0].fields
     assert fields["reasoning"] == reasoning and fields["rejection_reason"] == "single line"
     assert "note" not in fields  # a `word:` line inside a value stays in the value
+
+
+@pytest.mark.django_db
+def test_the_folder_hint_finds_the_benchmark_in_any_spelling(tmp_path, codebook, trio, adjudicator):
+    """The same task id in two benchmarks: the record's folder (`nl2repo__…`) picks the NL2RepoBench run."""
+    for bench in ("NL2RepoBench", "LoopsBench"):
+        for mode in ("concurrent", "sequential"):
+            lines = simple_run("dictdatabase", mode, "Codex", n_sub=1 if mode == "concurrent" else 0)
+            lines[0]["task"]["benchmark"] = bench
+            write_jsonl(tmp_path / bench / f"{mode}.jsonl", lines)
+    import_paths(paths=[tmp_path])
+    study = study_create(name="P", codebook=codebook, annotators=trio, adjudicator=adjudicator)
+    record = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
+    with pytest.raises(AnnotationError, match="ambiguous"):
+        published_import(study=study, record=record, annotator=trio[0])
+    result = published_import(study=study, record=record, annotator=trio[0], benchmark_hint="nl2repo")
+    assert study.runs.get(pk=result.run_id).task.benchmark.name == "NL2RepoBench"

@@ -84,7 +84,7 @@ def test_a_cell_without_rollouts_is_read_from_its_trajectory_jsonl(tmp_path):
     shutil.copy(EXEC, cell / "cell" / "trajectory.jsonl")
     run = _imported(import_paths(paths=[tmp_path]))
     assert (run.task.benchmark.name, run.task.external_id, run.agent.name, run.mode) == (
-        "nl2repo",
+        "NL2RepoBench",  # the folder's `nl2repo`, under the benchmark's one name
         "flasky",
         "Codex",
         "sequential",

@@ -153,7 +153,7 @@ def test_study_corpus_tree_imports_cells_with_outcomes(tmp_path):
     assert set(runs) == {"Kimi Code", "Codex"}
     kimi = runs["Kimi Code"]
     assert (kimi.task.benchmark.name, kimi.task.external_id, kimi.task.difficulty) == (
-        "swebench_verified",
+        "SWE-bench Verified",  # the folder says swebench_verified: stored under the benchmark's one name
         "django__django-11451",
         "easy",
     )
@@ -165,13 +165,14 @@ def test_study_corpus_tree_imports_cells_with_outcomes(tmp_path):
 
 
 def test_corpus_cell_pairs_with_a_parallax_twin(tmp_path):
+    """The cell's folder says `swebench_verified`, the twin's header `SWE-bench Verified`: one benchmark."""
     from tests.conftest import ctx, ev, header, t
     from trajectories.selectors import run_twin
 
     shutil.copytree(FIXTURES / "corpus", tmp_path / "corpus")
     import_paths(paths=[tmp_path / "corpus"])
     twin = [
-        header("django__django-11451", "sequential", "Kimi Code", "swebench_verified"),
+        header("django__django-11451", "sequential", "Kimi Code", "SWE-bench Verified"),
         ctx("main", start=t(0), end=t(10)),
         ev("main", 0, t(1)),
     ]
