@@ -220,6 +220,9 @@ def observed(study, codebook, trio, adjudicator, admin_user) -> dict[str, tuple[
                 assert not leaked, f"{url} as {role} shows template text {leaked}"
                 nones = re.findall(r".{0,40}\bNone\b.{0,40}", visible_text(body))
                 assert not nones, f"{url} as {role} shows a literal None: {nones}"
+                title = re.search(r"<title>(.*?)</title>", body, re.S)  # a page, not a fragment
+                if title:
+                    assert "<" not in title[1] and title[1].strip(), f"{url} as {role} has the title {title[1]!r}"
             row_post.append(client.post(url, {}).status_code)
         table[route] = (tuple(row_get), tuple(row_post))
     return table

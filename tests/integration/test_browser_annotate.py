@@ -182,8 +182,12 @@ def test_two_tabs_on_one_coding_lose_nothing(page, live_server, study, trio):  #
         tab.keyboard.type("lossy")
         tab.keyboard.press("Enter")
         tab.keyboard.type(text)
-        if tab is page:
-            wait_until_saved(page)
+        if tab is page:  # until tab one's typing is stored, not only its pick (which saves first)
+            for _ in range(100):
+                stored = Annotation.objects.filter(assignment_id=assignment_id).first()
+                if stored and stored.labels.filter(rationale=text).exists():
+                    break
+                page.wait_for_timeout(100)
     expect(second.locator("#save-status")).to_contain_text("saved elsewhere")
     expect(second.locator("#save-status")).to_contain_text("Tab one's reading.")
     second.keyboard.type(" And more.")  # the next autosave is refused as well: tab one's save stands
