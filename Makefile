@@ -48,7 +48,7 @@ run: install
 	export CELERY_BROKER_URL=filesystem://; \
 	$(PY) -m celery -A config worker --pool=solo --without-gossip --without-mingle --loglevel=INFO > var/celery-worker.log 2>&1 & \
 	worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	DEBUG=0 PARALLAX_DEMO=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: install
 	$(PY) -m pytest -n auto

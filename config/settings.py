@@ -47,17 +47,22 @@ def env_list(name: str, default: str = "") -> list[str]:
 # Test runners set DEBUG=False; they still must not need production secrets.
 TESTING = "pytest" in sys.modules or (len(sys.argv) > 1 and sys.argv[1] == "test")
 DEBUG = env_bool("DEBUG", False)
+# The local demo (`make run`): DEBUG off, so that pages and errors look as users will see them (the styled
+# 404/403/500 pages, not Django's debug pages), yet on plain http with the development key and the static
+# files served from static/ without collectstatic. Never set it in production.
+DEMO = env_bool("PARALLAX_DEMO", False)
+LOCAL = DEBUG or TESTING or DEMO
 
 _DEV_SECRET_KEY = "parallax-insecure-development-key-do-not-use-in-production"
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
-    if not (DEBUG or TESTING):
+    if not LOCAL:
         # A production process must never start on a key anyone can read in this file.
         raise ImproperlyConfigured(
             "SECRET_KEY is not set. Set the SECRET_KEY environment variable (or DEBUG=1 for local development)."
         )
     SECRET_KEY = _DEV_SECRET_KEY
-elif SECRET_KEY == _DEV_SECRET_KEY and not (DEBUG or TESTING):
+elif SECRET_KEY == _DEV_SECRET_KEY and not LOCAL:
     raise ImproperlyConfigured("SECRET_KEY is the public development key; set a real one.")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
@@ -184,11 +189,13 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
-            if DEBUG or TESTING
+            if LOCAL
             else "whitenoise.storage.CompressedManifestStaticFilesStorage"
         )
     },
 }
+WHITENOISE_USE_FINDERS = DEMO  # the demo serves static/ as it is
+WHITENOISE_AUTOREFRESH = DEMO
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "var" / "media")))
 # Uploaded bundles are written here and imported by a Celery worker.
 IMPORT_UPLOAD_DIR = MEDIA_ROOT / "imports"
@@ -270,13 +277,13 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Production hardening; `manage.py check --deploy` is clean when DEBUG is off.
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG and not TESTING)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not LOCAL)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SESSION_COOKIE_SECURE = not DEBUG and not TESTING
-CSRF_COOKIE_SECURE = not DEBUG and not TESTING
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 60 * 60 * 24 * 30)
+SESSION_COOKIE_SECURE = not LOCAL
+CSRF_COOKIE_SECURE = not LOCAL
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG or DEMO else 60 * 60 * 24 * 30)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)  # check --deploy asks for it; opt out by env
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not (DEBUG or DEMO))  # check --deploy asks for it; opt out by env
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 # An enforcing Content-Security-Policy: everything from our own origin, no inline script or

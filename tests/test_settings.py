@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _start(env_extra: dict[str, str]) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
+    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "PARALLAX_DEMO")}
     env.update(env_extra)
     return subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
@@ -33,6 +33,22 @@ def test_production_with_the_public_development_key_refuses_to_start():
 def test_production_with_a_real_key_starts():
     result = _start({"DEBUG": "0", "SECRET_KEY": "x" * 60})
     assert result.returncode == 0, result.stderr
+
+
+def test_the_demo_runs_with_debug_off_on_plain_http_and_shows_the_styled_pages(tmp_path):
+    """`make run`: DEBUG off (the styled error pages), yet the development key, cookies over http and
+    static/ served as it is."""
+    shown = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c",
+         "from django.conf import settings as s; from django.test import Client; "
+         "print(s.DEBUG, s.SESSION_COOKIE_SECURE, s.SECURE_SSL_REDIRECT, s.WHITENOISE_USE_FINDERS); "
+         "r = Client().get('/static/css/parallax.css'); print(r.status_code)"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**{k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}, "DEBUG": "0",
+             "PARALLAX_DEMO": "1", "DATABASE_URL": f"sqlite:///{tmp_path}/demo.sqlite3"},
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split()[-5:] == ["False", "False", "False", "True", "200"]
 
 
 def test_healthz_is_public(client, db):
