@@ -67,3 +67,19 @@ def test_the_picker_folds_away_and_the_runs_scroll_together(page, live_server, s
     assert sequential.evaluate(
         "pane => pane.scrollTop > 0 && pane.scrollTop + pane.clientHeight >= pane.scrollHeight - 2"
     )
+
+
+def test_a_runs_artifacts_are_tabs(page, live_server, admin_user, tmp_path):  # noqa: F811
+    from tests.trajectories.test_run_files import parse_pair
+
+    concurrent, _ = parse_pair(tmp_path, patch=True)
+    login(page, live_server, "boss", "pw-boss")
+    page.goto(f"{live_server.url}/trajectories/runs/{concurrent.pk}/")
+    side = page.locator("section.side.sequential")
+    tabs = side.locator(".artifact-tab")
+    assert tabs.count() >= 3 and tabs.first.get_attribute("aria-selected") == "true"
+    assert side.locator("ul.artifacts > li:not([hidden])").count() == 1  # one artifact shown at a time
+    side.locator(".artifact-tab", has_text="Patch").click()
+    shown = side.locator("ul.artifacts > li:not([hidden])")
+    assert shown.count() == 1 and "Patch" in shown.inner_text()
+    assert shown.locator("details").get_attribute("open") is not None  # opened, not a closed summary
