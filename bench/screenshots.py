@@ -9,6 +9,8 @@ Serve the demo first (`make demo`, or `make demo-data` then `make run`), then:
 The report lists each page, its status, and what is wrong with it: a page that scrolls sideways, shows
 literal template text ({% … %}, {{ … }}, {# … #}) or the word "None". It exits 1 when any page has a
 problem. Look at the pictures too: a report cannot see an overlap.
+
+Run it against the demo only: --readme types a rationale into annotator2's next run, and autosave stores it.
 """
 
 from __future__ import annotations

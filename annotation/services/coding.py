@@ -238,8 +238,14 @@ def annotation_skip(*, annotation: Annotation, actor: AbstractBaseUser, reason: 
         raise AnnotationError("say why you skip this run", {"skip_reason": "empty"})
     _ensure_stored(annotation)
     before = snapshot(annotation)
-    annotation.skip_reason = reason.strip()
-    annotation.save(update_fields=["skip_reason", "updated_at"])
+    # Only a draft is skipped: a submit from another tab meanwhile wins, and the skip is refused.
+    now = timezone.now()
+    skipped = Annotation.objects.filter(pk=annotation.pk, status=Annotation.Status.DRAFT).update(
+        skip_reason=reason.strip(), updated_at=now
+    )
+    if not skipped:
+        raise LockedError("this run was submitted meanwhile: there is nothing to skip")
+    annotation.skip_reason, annotation.updated_at = reason.strip(), now
     audit(annotation, actor, "skip", before=before, after=snapshot(annotation))
     return annotation
 

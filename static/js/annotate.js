@@ -23,7 +23,6 @@
     if (!card) return;
     card.hidden = !box.checked;
     box.closest(".mode-option").classList.toggle("picked", box.checked);
-    if (box.checked) activeInstance = card.querySelector(".instance");
     numberInstances(card);
   }
 
@@ -69,11 +68,18 @@
     if (rationale) rationale.focus();
   }
 
+  // "cite" goes to a mode just picked (a picked box's first episode), else to the episode last focused.
+  function target(box) {
+    const card = document.getElementById(box.dataset.card);
+    if (box.checked && card) activeInstance = card.querySelector(".instance");
+  }
+
   function toggle(box, checked) {
     remember();
     box.checked = checked;
     if (checked && noFailure.checked) noFailure.checked = false;
     showCard(box);
+    target(box);
     markImplied();
     save();
   }
@@ -158,6 +164,7 @@
     box.addEventListener("change", () => {
       if (box.checked && noFailure.checked) noFailure.checked = false;
       showCard(box);
+      target(box);
       markImplied();
       if (box.checked && document.activeElement === search) focusRationale(box);
     });
@@ -297,6 +304,8 @@
     if (!document.getElementById("submit-now")) return;
     if (submitTimer) { submitNow(); return; }  // pressed again: no need to wait
     save();
+    // Out of the field: a key pressed during the countdown (u, Esc) acts; it is never typed into the coding.
+    if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
     let left = SUBMIT_DELAY;
     pending.querySelector('[data-role="seconds"]').textContent = left;
     pending.hidden = false;
@@ -354,7 +363,19 @@
   // -- the keys -----------------------------------------------------------------------------------
   const shortcuts = document.getElementById("shortcuts");
   document.getElementById("show-shortcuts")?.addEventListener("click", () => shortcuts.showModal());
-  function follow(id) { const link = document.getElementById(id); if (link) window.location.href = link.href; }
+  // Leave for another run only once every save of this page has gone out (a change queued behind a
+  // save in flight would otherwise never be sent); at most a few seconds.
+  function follow(id) {
+    const link = document.getElementById(id);
+    if (!link) return;
+    if (editable) save();
+    let waited = 0;
+    const go = () => {
+      if (form.classList.contains("htmx-request") && waited < 5000) { waited += 100; setTimeout(go, 100); }
+      else window.location.href = link.href;
+    };
+    setTimeout(go, 100);
+  }
 
   document.addEventListener("keydown", (event) => {
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName) || document.activeElement.isContentEditable;
@@ -363,8 +384,8 @@
     if (mod && event.key === "s") { event.preventDefault(); save(); return; }
     if (mod && event.key === "Enter") { event.preventDefault(); if (editable) submit(); return; }
     if (event.altKey && event.key === "0") { event.preventDefault(); if (editable) toggleNoFailure(); return; }
+    if (submitTimer && (event.key === "Escape" || event.key === "u")) { event.preventDefault(); cancelSubmit(); return; }
     if (event.key === "Escape") {
-      if (cancelSubmit()) { event.preventDefault(); return; }
       if (typing && document.activeElement !== search) document.activeElement.blur();
       return;
     }

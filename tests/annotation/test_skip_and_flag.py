@@ -43,6 +43,11 @@ def test_skipping_needs_a_reason_and_an_unsubmitted_run(study, trio):
     annotation_submit(annotation=done, actor=me, version=done.version)
     with pytest.raises(LockedError):
         annotation_skip(annotation=done, actor=me, reason="later")
+    stale = Annotation.objects.get(pk=done.pk)  # another tab still showing the draft, submitted meanwhile
+    stale.status = Annotation.Status.DRAFT
+    with pytest.raises(LockedError, match="submitted meanwhile"):
+        annotation_skip(annotation=stale, actor=me, reason="later")
+    assert Annotation.objects.get(pk=done.pk).skip_reason == ""
 
 
 def test_the_skip_page_refuses_without_a_reason_and_hides_others_runs(study, trio):

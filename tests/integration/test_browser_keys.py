@@ -125,3 +125,41 @@ def test_flag_skip_move_and_the_shortcut_list(page, live_server, study, trio):  
         "study__name", "run__task__benchmark__name", "run__task__external_id", "run__agent__name"
     ).values_list("pk", flat=True))  # fmt: skip
     assert mine.index(previous) == mine.index(second) - 1
+
+
+def test_u_during_the_countdown_cancels_it_even_from_the_rationale(page, live_server, study, trio):  # noqa: F811
+    login(page, live_server, "coder1", "pw-coder1")
+    assignment_id = open_next(page, live_server)
+    page.keyboard.press("1")  # the rationale has the focus
+    page.keyboard.type("why")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#submit-pending")).to_be_visible()
+    page.keyboard.press("u")  # a key, not a letter typed into the coding
+    expect(page.locator("#submit-pending")).to_be_hidden()
+    page.wait_for_timeout(4500)  # longer than the window
+    annotation = Annotation.objects.get(assignment_id=assignment_id)
+    assert not annotation.is_submitted and annotation.labels.get().rationale == "why"
+
+
+def test_cite_after_an_undo_goes_to_the_episode_last_edited(page, live_server, study, trio):  # noqa: F811
+    login(page, live_server, "coder1", "pw-coder1")
+    assignment_id = open_next(page, live_server)
+    for key in ("1", "2"):
+        page.keyboard.press(key)
+        page.keyboard.type(f"mode {key}")
+        page.keyboard.press("Escape")
+    first = page.locator("fieldset.label-card:not([hidden]) textarea[data-role=rationale]").first
+    first.click()
+    page.keyboard.type(" more")
+    page.keyboard.press("Escape")
+    page.keyboard.press("u")  # undo that typing: the episode last edited is still the first mode's
+    expect(first).to_have_value("mode 1")
+    side = page.locator("section.side.concurrent")
+    side.locator("ol.contexts details").nth(1).locator("summary").click()
+    side.locator(".event .cite").first.click()
+    page.wait_for_timeout(1500)
+    wait_until_saved(page)
+    cited = {
+        label.code.key: label.evidence for label in Annotation.objects.get(assignment_id=assignment_id).labels.all()
+    }
+    assert cited["no-implementation-owner"] and not cited["no-integration-owner"], cited
