@@ -294,6 +294,13 @@
 
   const pending = document.getElementById("submit-pending");
   let submitTimer = null;
+  let returnFocus = null;
+  function refocus() {
+    if (returnFocus && returnFocus.isConnected) returnFocus.focus();
+    returnFocus = null;
+  }
+  // A refused submit (the page stays) hands the field back; an accepted one leaves the page.
+  document.addEventListener("htmx:afterRequest", (event) => { if (event.detail.elt.id === "submit-now") refocus(); });
   function submitNow() {
     clearInterval(submitTimer);
     submitTimer = null;
@@ -305,7 +312,12 @@
     if (submitTimer) { submitNow(); return; }  // pressed again: no need to wait
     save();
     // Out of the field: a key pressed during the countdown (u, Esc) acts; it is never typed into the coding.
-    if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+    // The field gets the focus back when the submit is undone or refused.
+    const focused = document.activeElement;
+    if (focused && form.contains(focused) && /^(INPUT|TEXTAREA|SELECT)$/.test(focused.tagName)) {
+      returnFocus = focused;
+      focused.blur();
+    }
     let left = SUBMIT_DELAY;
     pending.querySelector('[data-role="seconds"]').textContent = left;
     pending.hidden = false;
@@ -321,6 +333,7 @@
     submitTimer = null;
     pending.hidden = true;
     say("Not submitted.");
+    refocus();
     return true;
   }
   document.getElementById("submit-button")?.addEventListener("click", submit);
