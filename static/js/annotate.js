@@ -381,7 +381,7 @@
   function follow(id) {
     const link = document.getElementById(id);
     if (!link) return;
-    if (editable) save();
+    if (editable && history.length) save();  // only a changed page: opening and leaving a run writes nothing
     let waited = 0;
     const go = () => {
       if (form.classList.contains("htmx-request") && waited < 5000) { waited += 100; setTimeout(go, 100); }

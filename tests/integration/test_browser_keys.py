@@ -115,7 +115,14 @@ def test_flag_skip_move_and_the_shortcut_list(page, live_server, study, trio):  
     second = int(page.url.rstrip("/").split("/")[-1])
     assert second != first
 
-    page.keyboard.press("p")  # previous in queue order
+    page.keyboard.press("p")  # previous in queue order; looking at a run writes nothing
+    page.wait_for_url(lambda url: f"/annotate/{second}/" not in url)
+    page.wait_for_load_state()
+    assert not Annotation.objects.filter(assignment_id=second).exists()
+    page.goto(f"{live_server.url}/annotate/{second}/")
+    page.wait_for_selector("#annotation-form")
+    page.wait_for_load_state()
+    page.keyboard.press("p")
     page.wait_for_url(lambda url: f"/annotate/{second}/" not in url)
     page.wait_for_load_state()
     previous = int(page.url.rstrip("/").split("/")[-1])
