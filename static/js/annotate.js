@@ -283,7 +283,7 @@
   const skipReason = document.getElementById("skip-reason");
   function openSkip() {
     if (!skipPanel) return;
-    save();  // what is typed stays saved
+    if (history.length) save();  // what is typed stays saved; an untouched run is stored only by the skip itself
     skipPanel.hidden = false;
     skipReason.focus();
   }
