@@ -54,6 +54,9 @@ class Assignment(models.Model):
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="assignments")
     annotator = models.ForeignKey(User, on_delete=models.PROTECT, related_name="assignments")
     slot = models.PositiveSmallIntegerField()
+    position = models.PositiveIntegerField(
+        help_text="Place in this annotator's queue for the study (1, 2, …): the queue's order and its page cursor."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -62,8 +65,8 @@ class Assignment(models.Model):
             models.CheckConstraint(condition=Q(slot__in=(1, 2)), name="assignment_slot_1_or_2"),
             models.UniqueConstraint(fields=["study", "run", "slot"], name="assignment_two_per_run"),
             models.UniqueConstraint(fields=["study", "run", "annotator"], name="assignment_once_per_annotator"),
+            models.UniqueConstraint(fields=["study", "annotator", "position"], name="assignment_queue_position"),
         ]
-        indexes = [models.Index(fields=["study", "annotator"])]
 
     def __str__(self) -> str:
         return f"{self.study} · run {self.run_id} · slot {self.slot}"

@@ -99,7 +99,10 @@ def run_list(*, filters: dict[str, str] | None = None) -> QuerySet[Run]:
         qs = qs.filter(is_paired=False)
     if filters.get("q"):
         qs = qs.filter(Q(task__external_id__icontains=filters["q"]) | Q(source_name__icontains=filters["q"]))
-    return qs.order_by("task__benchmark__name", "task__external_id", "agent__name", "mode")
+    return qs.order_by(*RUN_LIST_ORDER)
+
+
+RUN_LIST_ORDER = ("task__benchmark__name", "task__external_id", "agent__name", "mode", "pk")
 
 
 def run_contexts(*, run: Run, offset: int = 0, limit: int = 100) -> list[AgentContext]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -13,6 +12,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.roles import is_admin
 from config.htmx import HtmxHttpRequest
+from config.keyset import CursorError, keyset_page
+from config.responses import invalid_parameter
 
 from . import selectors, services, tasks
 from .access import visible_runs
@@ -31,9 +32,14 @@ EVENTS_PER_PAGE = 100
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
     filters = selectors.run_filters(request.GET)
     runs = visible_runs(request.user, selectors.run_list(filters=filters))
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
+    try:
+        page = keyset_page(runs, order=selectors.RUN_LIST_ORDER, params=request.GET, size=RUNS_PER_PAGE)
+    except CursorError as exc:
+        return invalid_parameter(request, str(exc))
+    page.extra["total"] = runs.count()
+    query = request.GET.copy()  # the filters, for the export link
+    for cursor in ("after", "before"):
+        query.pop(cursor, None)
     context = {"page": page, "filters": filters, "choices": selectors.filter_choices(), "query": query.urlencode()}
     template = "trajectories/run_list.html#run-table" if request.htmx else "trajectories/run_list.html"
     return render(request, template, context)

@@ -3,29 +3,50 @@ lives here: these reads only ever return the user's own assignments and annotati
 
 from __future__ import annotations
 
+from datetime import datetime, time
+
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
+from config.keyset import KeysetPage, keyset_page
 from taxonomy.selectors import codebook_tree
 
 from ..models import Annotation, Assignment, Study
 
+QUEUE_PAGE_SIZE = 50
+
 
 def my_assignments(*, user: AbstractBaseUser, study: Study | None = None) -> QuerySet[Assignment]:
+    """The user's assignments in queue order (per study, by position)."""
     qs = (
         Assignment.objects.filter(annotator=user)
         .select_related("study", "run__task__benchmark", "run__agent", "annotation")
-        .order_by("study__name", "run__task__benchmark__name", "run__task__external_id", "run__agent__name")
+        .order_by("study__name", "study_id", "position")
     )
     if study is not None:
         qs = qs.filter(study=study)
     return qs
 
 
+QUEUE_SHOWS = {
+    "todo": ("To do", ~Q(annotation__status=Annotation.Status.SUBMITTED) | Q(annotation__isnull=True)),
+    "submitted": ("Submitted", Q(annotation__status=Annotation.Status.SUBMITTED)),
+    "skipped": ("Skipped", Q(annotation__status=Annotation.Status.DRAFT) & ~Q(annotation__skip_reason="")),
+    "all": ("All", Q()),
+}
+
+
+def queue_page(*, user: AbstractBaseUser, study: Study, show: str, params) -> KeysetPage:
+    """One page of the user's queue in a study (queue order), `show` one of QUEUE_SHOWS. Two
+    queries at most, whatever the queue's length (config/keyset.py)."""
+    qs = my_assignments(user=user, study=study).filter(QUEUE_SHOWS[show][1])
+    return keyset_page(qs, order=("position",), params=params, size=QUEUE_PAGE_SIZE)
+
+
 def next_assignment(*, user: AbstractBaseUser, study: Study | None = None) -> Assignment | None:
     """Resume where I left off: a started draft first, then the first untouched run, and the runs
-    I skipped last (the one skipped longest ago first)."""
+    I skipped last (the one skipped longest ago first). Three small queries at most."""
     mine = my_assignments(user=user, study=study)
     drafts = mine.filter(annotation__status=Annotation.Status.DRAFT)
     started = drafts.filter(annotation__skip_reason="").order_by("-annotation__updated_at").first()
@@ -39,22 +60,30 @@ def next_assignment(*, user: AbstractBaseUser, study: Study | None = None) -> As
 def queue_position(*, user: AbstractBaseUser, assignment: Assignment) -> dict:
     """Where this run sits in the annotator's queue of its study: its place, the queue's size, how
     many are still to submit, how many were submitted today, and the runs before and after it
-    (queue order). One query, whatever the queue's size."""
-    rows = list(
-        my_assignments(user=user, study=assignment.study).values_list(
-            "pk", "annotation__status", "annotation__submitted_at"
+    (queue order). Two queries: counts over the queue's index, then the two neighbours."""
+    mine = Assignment.objects.filter(annotator=user, study_id=assignment.study_id)
+    here = assignment.position
+    midnight = timezone.make_aware(datetime.combine(timezone.localdate(), time.min))
+    counts = mine.aggregate(
+        place=Count("pk", filter=Q(position__lte=here)),
+        total=Count("pk"),
+        submitted=Count("pk", filter=Q(annotation__status=Annotation.Status.SUBMITTED)),
+        today=Count("pk", filter=Q(annotation__submitted_at__gte=midnight)),
+        previous=Max("position", filter=Q(position__lt=here)),
+        next=Min("position", filter=Q(position__gt=here)),
+    )
+    neighbours = dict(
+        mine.filter(position__in=[p for p in (counts["previous"], counts["next"]) if p is not None]).values_list(
+            "position", "pk"
         )
     )
-    ids = [pk for pk, _, _ in rows]
-    index = ids.index(assignment.pk)
-    today = timezone.localdate()
     return {
-        "place": index + 1,
-        "total": len(ids),
-        "left": sum(status != Annotation.Status.SUBMITTED for _, status, _ in rows),
-        "today": sum(at is not None and timezone.localdate(at) == today for _, _, at in rows),
-        "previous_id": ids[index - 1] if index > 0 else None,
-        "next_id": ids[index + 1] if index + 1 < len(ids) else None,
+        "place": counts["place"],
+        "total": counts["total"],
+        "left": counts["total"] - counts["submitted"],
+        "today": counts["today"],
+        "previous_id": neighbours.get(counts["previous"]),
+        "next_id": neighbours.get(counts["next"]),
     }
 
 
@@ -75,9 +104,10 @@ def queue_progress(*, user: AbstractBaseUser) -> list[dict]:
         .annotate(
             assigned=Count("pk"),
             submitted=Count("pk", filter=Q(annotation__status=Annotation.Status.SUBMITTED)),
-            drafts=Count("pk", filter=Q(annotation__status=Annotation.Status.DRAFT)),
+            drafts=Count("pk", filter=Q(annotation__status=Annotation.Status.DRAFT, annotation__skip_reason="")),
+            skipped=Count("pk", filter=Q(annotation__status=Annotation.Status.DRAFT) & ~Q(annotation__skip_reason="")),
         )
-        .order_by("study__name")
+        .order_by("study__name", "study_id")
     )
 
 

@@ -5,13 +5,16 @@ final coding once there is one, an annotator's discussions and the adjudicator's
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef, Q
 
 from accounts.roles import is_admin
+from config.keyset import KeysetPage, keyset_page
 from taxonomy.models import Code
 
 from ..models import Annotation, Assignment, AuditEntry, Discussion, FinalCoding, Study
 from ..stats.changes import coding_diff
+
+LIST_PAGE_SIZE = 50
 
 
 def run_annotations(*, study: Study, run_id: int) -> list[Annotation]:
@@ -131,13 +134,34 @@ def final_for(*, discussion: Discussion) -> FinalCoding | None:
 
 def my_discussions(*, user: AbstractBaseUser):
     """The discussions of runs the user coded *in that discussion's study*: a run the user still has
-    to code in another study stays blind."""
+    to code in another study stays blind. (A correlated EXISTS: joining the assignments instead
+    repeats each discussion once per run the user has in its study.)"""
     mine = Assignment.objects.filter(annotator=user, study=OuterRef("study"), run=OuterRef("run"))
     return (
         Discussion.objects.filter(Exists(mine))
         .select_related("study", "run__task__benchmark", "run__agent")
-        .order_by("status", "agreement")
+        .order_by("agreement", "pk")
     )
+
+
+DISCUSSION_TABS = {
+    "open": ("Open", Q(status=Discussion.Status.OPEN)),
+    "escalated": ("With the adjudicator", Q(status=Discussion.Status.ESCALATED)),
+    "resolved": ("Resolved", Q(status__in=(Discussion.Status.CONSENSUS, Discussion.Status.ADJUDICATED))),
+}
+
+
+def my_discussion_counts(*, user: AbstractBaseUser) -> dict[str, int]:
+    """How many of the user's discussions each tab holds. One query."""
+    return my_discussions(user=user).aggregate(
+        **{key: Count("pk", filter=condition) for key, (_, condition) in DISCUSSION_TABS.items()}
+    )
+
+
+def my_discussion_page(*, user: AbstractBaseUser, tab: str, params) -> KeysetPage:
+    """One page of the user's discussions in a tab, lowest agreement first."""
+    qs = my_discussions(user=user).filter(DISCUSSION_TABS[tab][1])
+    return keyset_page(qs, order=("agreement", "pk"), params=params, size=LIST_PAGE_SIZE)
 
 
 def _escalated_to(user: AbstractBaseUser):
@@ -149,7 +173,7 @@ def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None
     qs = (
         _escalated_to(user)
         .select_related("study", "run__task__benchmark", "run__agent", "escalated_by")
-        .order_by("agreement", "escalated_at")
+        .order_by("agreement", "pk")
     )
     if filters.get("agent"):
         qs = qs.filter(run__agent__name=filters["agent"])
@@ -158,6 +182,14 @@ def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None
     if filters.get("study"):
         qs = qs.filter(study__name=filters["study"])
     return qs
+
+
+def adjudication_page(*, user: AbstractBaseUser, filters: dict[str, str], params) -> KeysetPage:
+    """One page of the adjudicator's queue (filtered), lowest agreement first, and how many wait."""
+    qs = adjudication_queue(user=user, filters=filters)
+    page = keyset_page(qs, order=("agreement", "pk"), params=params, size=LIST_PAGE_SIZE)
+    page.extra["total"] = qs.count()
+    return page
 
 
 def adjudication_filter_choices(*, user: AbstractBaseUser) -> dict[str, list[str]]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 
 from activity.services import record
 from taxonomy.models import Codebook
@@ -14,6 +17,8 @@ from ..errors import AnnotationError
 from ..models import Annotation, Assignment, Study
 from ..stats.assignment import assign_pairs
 from .coding import audit, snapshot
+
+QUEUE_ORDER = ("task__benchmark__name", "task__external_id", "agent__name", "pk")  # runs, as queues first list them
 
 
 @transaction.atomic
@@ -44,42 +49,55 @@ def study_create(
     return study
 
 
+def _next_positions(*, study: Study) -> dict[int, int]:
+    """Each annotator's next free queue position in the study (1 for an empty queue)."""
+    last = Assignment.objects.filter(study=study).values("annotator_id").annotate(last=Max("position"))
+    return defaultdict(lambda: 1, {row["annotator_id"]: row["last"] + 1 for row in last})
+
+
 def study_assign(*, study: Study) -> int:
-    """Assign every unassigned run of the study to two of its three annotators. Idempotent and
-    deterministic (same seed, same result), so concurrent calls insert the same rows; the
-    database constraints make any other outcome impossible. Returns assignments created."""
-    annotators = sorted(study.annotators.values_list("pk", flat=True))
-    assigned = set(Assignment.objects.filter(study=study).values_list("run_id", flat=True))
-    runs = [
-        (r.pk, (r.agent.name, r.task.benchmark.name))
-        for r in study.runs.select_related("agent", "task__benchmark")
-        if r.pk not in assigned
-    ]
-    plan = assign_pairs(runs, annotators, seed=study.seed)
-    rows = [
-        Assignment(study=study, run_id=run_id, annotator_id=annotator, slot=slot)
-        for run_id, pair in plan.items()
-        for slot, annotator in enumerate(pair, start=1)
-    ]
-    before = Assignment.objects.filter(study=study).count()
+    """Assign every unassigned run of the study to two of its three annotators. Deterministic
+    (same seed, same result) and serialised on the study's row, so concurrent calls cannot
+    assign a run twice; the database constraints make any other outcome impossible. New runs
+    join the end of each annotator's queue, in benchmark, task and agent order. Returns
+    assignments created."""
     with transaction.atomic():
-        Assignment.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
-        created = Assignment.objects.filter(study=study).count() - before
-        if created:
-            record("study.assign", f"{created} assignments made (seed {study.seed})", study_id=study.pk,
-                   assignments=created, seed=study.seed)  # fmt: skip
-    return created
+        Study.objects.select_for_update().filter(pk=study.pk).first()
+        annotators = sorted(study.annotators.values_list("pk", flat=True))
+        assigned = set(Assignment.objects.filter(study=study).values_list("run_id", flat=True))
+        runs = [
+            (r.pk, (r.agent.name, r.task.benchmark.name))
+            for r in study.runs.select_related("agent", "task__benchmark").order_by(*QUEUE_ORDER)
+            if r.pk not in assigned
+        ]
+        plan = assign_pairs(runs, annotators, seed=study.seed)
+        positions = _next_positions(study=study)
+        rows = []
+        for run_id, _ in runs:  # queue order
+            for slot, annotator in enumerate(plan[run_id], start=1):
+                rows.append(Assignment(study=study, run_id=run_id, annotator_id=annotator, slot=slot,
+                                       position=positions[annotator]))  # fmt: skip
+                positions[annotator] += 1
+        Assignment.objects.bulk_create(rows, batch_size=1000)
+        if rows:
+            record("study.assign", f"{len(rows)} assignments made (seed {study.seed})", study_id=study.pk,
+                   assignments=len(rows), seed=study.seed)  # fmt: skip
+    return len(rows)
 
 
 def assignment_add(*, study: Study, run: Run, annotator: AbstractBaseUser) -> Assignment:
-    """Give one more annotator a run: refused if the run already has two (also under races)."""
-    taken = set(Assignment.objects.filter(study=study, run=run).values_list("slot", flat=True))
-    free = [slot for slot in (1, 2) if slot not in taken]
-    if not free:
-        raise AnnotationError(f"run {run.pk} already has two annotators in {study}")
+    """Give one more annotator a run, at the end of their queue: refused if the run already has
+    two (also under races)."""
     try:
         with transaction.atomic():
-            assignment = Assignment.objects.create(study=study, run=run, annotator=annotator, slot=free[0])
+            Study.objects.select_for_update().filter(pk=study.pk).first()
+            taken = set(Assignment.objects.filter(study=study, run=run).values_list("slot", flat=True))
+            free = [slot for slot in (1, 2) if slot not in taken]
+            if not free:
+                raise AnnotationError(f"run {run.pk} already has two annotators in {study}")
+            position = _next_positions(study=study)[annotator.pk]
+            assignment = Assignment.objects.create(study=study, run=run, annotator=annotator, slot=free[0],
+                                                   position=position)  # fmt: skip
             record("assignment.add", f"{annotator.get_username()} given run {run.pk} (slot {free[0]})",
                    study_id=study.pk, run_id=run.pk, annotator=annotator.get_username())  # fmt: skip
             return assignment
@@ -104,7 +122,11 @@ def annotator_replace(
     study.annotators.remove(leaving)
     others = list(study.annotators.exclude(pk=leaving.pk))
     moved = kept = 0
-    for assignment in Assignment.objects.select_for_update().filter(study=study, annotator=leaving):
+    Study.objects.select_for_update().filter(pk=study.pk).first()
+    positions = _next_positions(study=study)
+    for assignment in (
+        Assignment.objects.select_for_update().filter(study=study, annotator=leaving).order_by("position")
+    ):
         annotation = Annotation.objects.filter(assignment=assignment).first()
         if annotation is not None and annotation.is_submitted:
             kept += 1
@@ -114,7 +136,9 @@ def annotator_replace(
         if not candidates:
             raise AnnotationError(f"no annotator left to take run {assignment.run_id}")
         assignment.annotator = candidates[0]
-        assignment.save(update_fields=["annotator"])
+        assignment.position = positions[candidates[0].pk]  # the end of the new annotator's queue
+        positions[candidates[0].pk] += 1
+        assignment.save(update_fields=["annotator", "position"])
         record("assignment.reassign", f"run {assignment.run_id} moved from {leaving.get_username()} to "
                f"{candidates[0].get_username()}", actor=actor, study_id=study.pk, run_id=assignment.run_id,
                leaving=leaving.get_username(), to=candidates[0].get_username())  # fmt: skip

@@ -12,11 +12,13 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from config.htmx import HtmxHttpRequest
+from config.keyset import CursorError
+from config.responses import invalid_parameter
 from trajectories.selectors import pair_sides
 
 from ..errors import AnnotationError, ConflictError, LockedError
 from ..forms import parse_annotation_form
-from ..models import Assignment, Discussion
+from ..models import Assignment, Discussion, Study
 from ..selectors import queue as selectors
 from ..services.coding import anchor_problems, annotation_revise, annotation_save, annotation_skip, annotation_submit
 
@@ -30,11 +32,34 @@ def _own(request: HtmxHttpRequest, assignment_id: int) -> Assignment:
 
 @require_GET
 def queue(request: HtmxHttpRequest) -> HttpResponse:
-    assignments = list(selectors.my_assignments(user=request.user))
+    """The annotator's queue: progress per study, then one page of one study's runs (queue order)."""
+    progress = selectors.queue_progress(user=request.user)
+    nxt = selectors.next_assignment(user=request.user)
+    studies = {str(p["study_id"]): p for p in progress}
+    chosen = request.GET.get("study") or (str(nxt.study_id) if nxt else next(iter(studies), None))
+    show = request.GET.get("show", "todo")
+    if chosen is not None and chosen not in studies:
+        return invalid_parameter(
+            request, f"'study' must be one of your studies ({', '.join(studies)}), got {chosen[:40]!r}"
+        )
+    if show not in selectors.QUEUE_SHOWS:
+        return invalid_parameter(
+            request, f"'show' must be one of {', '.join(selectors.QUEUE_SHOWS)}, got {show[:40]!r}"
+        )
+    page = None
+    if chosen is not None:
+        study = Study(pk=int(chosen), name=studies[chosen]["study__name"])
+        try:
+            page = selectors.queue_page(user=request.user, study=study, show=show, params=request.GET)
+        except CursorError as exc:
+            return invalid_parameter(request, str(exc))
     context = {
-        "assignments": assignments,
-        "progress": selectors.queue_progress(user=request.user),
-        "next": selectors.next_assignment(user=request.user),
+        "progress": progress,
+        "current": studies.get(chosen),
+        "show": show,
+        "shows": [(key, label) for key, (label, _) in selectors.QUEUE_SHOWS.items()],
+        "page": page,
+        "next": nxt,
     }
     return render(request, "annotation/queue.html", context)
 

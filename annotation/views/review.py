@@ -9,6 +9,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.htmx import HtmxHttpRequest
+from config.keyset import CursorError
+from config.responses import invalid_parameter
 from trajectories.benchmarks import canonical_benchmark
 from trajectories.selectors import pair_sides
 
@@ -28,9 +30,19 @@ def _discussion(request: HtmxHttpRequest, discussion_id: int) -> Discussion:
 
 @require_GET
 def discussion_list(request: HtmxHttpRequest) -> HttpResponse:
-    return render(
-        request, "annotation/discussion_list.html", {"discussions": selectors.my_discussions(user=request.user)}
-    )
+    """The user's discussions, a tab per state (open first), one page at a time."""
+    tab = request.GET.get("tab", "open")
+    if tab not in selectors.DISCUSSION_TABS:
+        return invalid_parameter(
+            request, f"'tab' must be one of {', '.join(selectors.DISCUSSION_TABS)}, got {tab[:40]!r}"
+        )
+    try:
+        page = selectors.my_discussion_page(user=request.user, tab=tab, params=request.GET)
+    except CursorError as exc:
+        return invalid_parameter(request, str(exc))
+    counts = selectors.my_discussion_counts(user=request.user)
+    tabs = [(key, label, counts[key]) for key, (label, _) in selectors.DISCUSSION_TABS.items()]
+    return render(request, "annotation/discussion_list.html", {"page": page, "tab": tab, "tabs": tabs})
 
 
 @require_GET
@@ -88,11 +100,12 @@ def discussion_resolve(request: HtmxHttpRequest, discussion_id: int) -> HttpResp
 def adjudication_queue(request: HtmxHttpRequest) -> HttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in ("agent", "benchmark", "study")}
     filters["benchmark"] = canonical_benchmark(filters["benchmark"])  # a link may spell it another way
-    queue = list(selectors.adjudication_queue(user=request.user, filters=filters))
+    try:
+        page = selectors.adjudication_page(user=request.user, filters=filters, params=request.GET)
+    except CursorError as exc:
+        return invalid_parameter(request, str(exc))
     choices = selectors.adjudication_filter_choices(user=request.user)
-    return render(
-        request, "annotation/adjudication_queue.html", {"queue": queue, "filters": filters, "choices": choices}
-    )
+    return render(request, "annotation/adjudication_queue.html", {"page": page, "filters": filters, "choices": choices})
 
 
 @require_http_methods(["GET", "POST"])

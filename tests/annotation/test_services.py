@@ -35,13 +35,20 @@ def test_assign_is_idempotent(study):
 def test_database_refuses_a_third_annotator_or_a_duplicate(study, adjudicator):
     a = Assignment.objects.filter(study=study).first()
     with pytest.raises(IntegrityError), transaction.atomic():
-        Assignment.objects.create(study=study, run=a.run, annotator=adjudicator, slot=3)
+        Assignment.objects.create(study=study, run=a.run, annotator=adjudicator, slot=3, position=1)
     with pytest.raises(IntegrityError), transaction.atomic():
-        Assignment.objects.create(study=study, run=a.run, annotator=adjudicator, slot=a.slot)
+        Assignment.objects.create(study=study, run=a.run, annotator=adjudicator, slot=a.slot, position=1)
     with pytest.raises(IntegrityError), transaction.atomic():
         other_slot = 1 if a.slot == 2 else 2
         Assignment.objects.filter(study=study, run=a.run, slot=other_slot).delete()
-        Assignment.objects.create(study=study, run=a.run, annotator=a.annotator, slot=other_slot)
+        Assignment.objects.create(study=study, run=a.run, annotator=a.annotator, slot=other_slot, position=99)
+    with pytest.raises(IntegrityError), transaction.atomic():  # two runs at one place in a queue
+        other_slot = 1 if a.slot == 2 else 2
+        Assignment.objects.filter(study=study, run=a.run, slot=other_slot).delete()
+        Assignment.objects.create(study=study, run=a.run, annotator=adjudicator, slot=other_slot, position=1)
+        b = study.runs.exclude(pk=a.run_id).first()
+        Assignment.objects.filter(study=study, run=b, slot=1).delete()
+        Assignment.objects.create(study=study, run=b, annotator=adjudicator, slot=1, position=1)
     with pytest.raises(AnnotationError, match="already has two"):
         assignment_add(study=study, run=a.run, annotator=adjudicator)
 

@@ -40,7 +40,9 @@ def test_thirty_annotators_autosaving(live_server, study, codebook, tmp_path, ca
     sessions = []
     for i in range(USERS):
         user = _user(f"load{i:02d}")
-        assignment = Assignment.objects.create(study=study, run=runs[i // 2], annotator=user, slot=1 + i % 2)
+        assignment = Assignment.objects.create(
+            study=study, run=runs[i // 2], annotator=user, slot=1 + i % 2, position=1
+        )
         client = Client()
         client.force_login(user)
         sessions.append((assignment.pk, client.cookies["sessionid"].value))
@@ -52,8 +54,7 @@ def test_thirty_annotators_autosaving(live_server, study, codebook, tmp_path, ca
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
 
-    def annotator(assignment_id: int, session: str) -> None:
-        conn = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+    def annotator(assignment_id: int, session: str, conn: http.client.HTTPConnection) -> None:
         csrf = "loadtest0123456789abcdefghijklmn"  # a 32-character token: cookie and header must match
         headers = {
             "Cookie": f"sessionid={session}; csrftoken={csrf}",
@@ -87,7 +88,14 @@ def test_thirty_annotators_autosaving(live_server, study, codebook, tmp_path, ca
         finally:
             conn.close()
 
-    threads = [threading.Thread(target=annotator, args=s) for s in sessions]
+    # Connect one by one before the load starts: 30 simultaneous connects overflow the test server's
+    # listen backlog (10) and are reset before any request is read; gunicorn's load is `make bench`'s.
+    connections = []
+    for _ in sessions:
+        conn = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+        conn.connect()
+        connections.append(conn)
+    threads = [threading.Thread(target=annotator, args=(*s, c)) for s, c in zip(sessions, connections, strict=True)]
     for thread in threads:
         thread.start()
     for thread in threads:
