@@ -28,6 +28,12 @@ class Study(models.Model):
     seed = models.IntegerField(default=0, help_text="Makes the assignment reproducible.")
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    statistics_version = models.PositiveIntegerField(
+        default=0, help_text="Counts the changes to what the statistics are computed from (codings, final labels)."
+    )
+    statistics_queued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a refresh of the statistics was queued and has not started yet."
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -45,6 +51,24 @@ class Study(models.Model):
             if pinned is not None and pinned != self.codebook_id:
                 raise FrozenCodebookError(f"{self.name}: its codebook is pinned; create a new study to use another")
         super().save(*args, **kwargs)
+
+
+class StudyStatistics(models.Model):
+    """A study's statistics (agreement with its bootstrap CI, per-code κ, κ over time, Table 3, RQ1,
+    RQ4 candidates) as computed by the worker from one version of its inputs: the dashboard and the
+    exports read them from here, and say so when the study has changed since."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="statistics")
+    version = models.PositiveIntegerField(help_text="The study's statistics_version these were computed from.")
+    computed_at = models.DateTimeField()
+    seconds = models.FloatField(help_text="How long the computation took.")
+    payload = models.JSONField()
+
+    class Meta:
+        verbose_name_plural = "study statistics"
+
+    def __str__(self) -> str:
+        return f"statistics of {self.study} (version {self.version})"
 
 
 class Assignment(models.Model):

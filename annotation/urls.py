@@ -22,6 +22,8 @@ urlpatterns = [
     path("studies/", dashboard.study_list, name="studies"),
     path("studies/<int:study_id>/", dashboard.study_dashboard, name="dashboard"),
     # RQ4 in the paper: the pairs where concurrency helped, to tag with a mechanism
+    path("studies/<int:study_id>/statistics/", dashboard.statistics_status, name="statistics_status"),
+    path("studies/<int:study_id>/statistics/refresh/", dashboard.statistics_refresh, name="statistics_refresh"),
     path("studies/<int:study_id>/advantage/", dashboard.helped_pairs, name="helped_pairs"),
     path("studies/<int:study_id>/advantage/<int:run_id>/", dashboard.helped_pair_tag, name="helped_pair_tag"),
     path("studies/<int:study_id>/export/<slug:kind>.csv", dashboard.study_export, name="export"),

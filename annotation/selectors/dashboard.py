@@ -4,9 +4,10 @@ queries."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from trajectories.selectors import twins
 
@@ -61,29 +62,34 @@ def progress(*, study: Study) -> dict:
         )
         .order_by("annotator__username")
     )
-    runs = study.runs.select_related("agent", "task__benchmark")
-    submitted = Counter(
-        Annotation.objects.filter(assignment__study=study, status="submitted").values_list(
-            "assignment__run_id", flat=True
-        )
+    submitted = (
+        Annotation.objects.filter(assignment__study=study, assignment__run=OuterRef("pk"), status="submitted")
+        .values("assignment__run")
+        .annotate(n=Count("pk"))
+        .values("n")
     )
-    finals = set(FinalCoding.objects.filter(study=study).values_list("run_id", flat=True))
-    strata: dict[tuple[str, str], dict] = {}
-    for run in runs:
-        row = strata.setdefault(
-            (run.agent.name, run.task.benchmark.name),
-            {"agent": run.agent.name, "benchmark": run.task.benchmark.name, "runs": 0, "coded_twice": 0, "final": 0},
+    strata = list(
+        study.runs.annotate(
+            submitted=Coalesce(Subquery(submitted), 0),
+            is_final=Exists(FinalCoding.objects.filter(study=study, run=OuterRef("pk"))),
         )
-        row["runs"] += 1
-        row["coded_twice"] += submitted[run.pk] >= 2
-        row["final"] += run.pk in finals
+        .values("agent__name", "task__benchmark__name")
+        .annotate(
+            runs=Count("pk"),
+            coded_twice=Count("pk", filter=Q(submitted__gte=2)),
+            final=Count("pk", filter=Q(is_final=True)),
+        )
+        .order_by("agent__name", "task__benchmark__name")
+    )
+    for row in strata:
+        row["agent"], row["benchmark"] = row.pop("agent__name"), row.pop("task__benchmark__name")
     queues = dict(Discussion.objects.filter(study=study).values_list("status").annotate(n=Count("pk")))
     return {
         "annotators": per_annotator,
-        "strata": sorted(strata.values(), key=lambda r: (r["agent"], r["benchmark"])),
+        "strata": strata,
         "queues": {status: queues.get(status, 0) for status in Discussion.Status.values},
-        "finals": len(finals),
-        "runs": len(runs),
+        "finals": sum(row["final"] for row in strata),
+        "runs": sum(row["runs"] for row in strata),
     }
 
 
@@ -133,10 +139,11 @@ def study_failure_modes(*, study: Study) -> dict:
     return failure_mode_table(final_instances(study=study), agents=agents, runs_total=study.runs.count())
 
 
-def pair_outcomes(*, study: Study) -> list[PairOutcome]:
-    """The study's concurrent runs with their sequential twins' outcomes."""
-    concurrent = study.runs.select_related("agent", "task__benchmark")
-    twin_of = {(r.task_id, r.agent_id): r for r in twins(runs=study.runs.all())}
+def pair_outcomes(*, study: Study, run_ids: list[int] | None = None) -> list[PairOutcome]:
+    """The study's concurrent runs (or those of `run_ids`) with their sequential twins' outcomes."""
+    runs = study.runs.all() if run_ids is None else study.runs.filter(pk__in=run_ids)
+    concurrent = runs.select_related("agent", "task__benchmark")
+    twin_of = {(r.task_id, r.agent_id): r for r in twins(runs=runs)}
     out = []
     for run in concurrent:
         twin = twin_of.get((run.task_id, run.agent_id))
@@ -167,11 +174,12 @@ def study_outcomes(*, study: Study) -> dict:
     return outcome_comparison(pair_outcomes(study=study))
 
 
-def helped_pairs(*, study: Study) -> list[dict]:
-    """The study's RQ4 candidates: pairs where concurrency helped, with their mechanism tags."""
+def helped_pairs(*, study: Study, run_ids: list[int] | None = None) -> list[dict]:
+    """The study's RQ4 candidates (among `run_ids`, if given): pairs where concurrency helped, with
+    their mechanism tags."""
     tags = {t.run_id: t for t in AdvantageTag.objects.filter(study=study)}
     rows = []
-    for pair in pair_outcomes(study=study):
+    for pair in pair_outcomes(study=study, run_ids=run_ids):
         reasons = concurrency_helped(pair)
         if reasons:
             rows.append({"pair": pair, "reasons": reasons, "tag": tags.get(pair.concurrent_run_id)})

@@ -15,6 +15,7 @@ from ..errors import AnnotationError, ConflictError, LockedError
 from ..models import Annotation, AuditEntry, Discussion, Label
 from .anchors import anchor_problems, clean_anchors, field_key, numbered
 from .review import discussion_require_open, run_reconcile
+from .statistics import statistics_changed
 
 
 @dataclass
@@ -224,6 +225,7 @@ def annotation_submit(
     annotation.skip_reason = ""  # a run skipped earlier and coded now is no longer skipped
     annotation.save(update_fields=["status", "submitted_at", "skip_reason"])
     audit(annotation, actor, "submit", before=before, after=snapshot(annotation))
+    statistics_changed(study_id=annotation.assignment.study_id)  # agreement counts first submissions
     run_reconcile(study=annotation.assignment.study, run_id=annotation.assignment.run_id)
     return annotation
 

@@ -17,6 +17,7 @@ from ..errors import AnnotationError
 from ..models import Assignment, FinalCoding, FinalLabel, PublishedRecord, Study
 from ..selectors.queue import annotation_for
 from .coding import LabelInput, anchor_problems, annotation_save, annotation_submit, numbered
+from .statistics import statistics_changed
 from .studies import assignment_add
 
 
@@ -100,6 +101,7 @@ def published_import(
     if annotator is None:
         if FinalCoding.objects.filter(study=study, run=run).exists():
             raise AnnotationError(f"{record.name}: run {run.pk} already has final labels in {study}")
+        statistics_changed(study_id=study.pk)
         final = FinalCoding.objects.create(
             study=study,
             run=run,

@@ -17,6 +17,7 @@ from ..errors import AnnotationError
 from ..models import Annotation, Assignment, Study
 from ..stats.assignment import assign_pairs
 from .coding import audit, snapshot
+from .statistics import statistics_changed
 
 QUEUE_ORDER = ("task__benchmark__name", "task__external_id", "agent__name", "pk")  # runs, as queues first list them
 
@@ -46,6 +47,7 @@ def study_create(
     record("study.create", f"study {name!r} created on {codebook}", actor=user, study_id=study.pk,
            codebook_id=codebook.pk, seed=seed, runs=study.runs.count(), adjudicator=adjudicator.get_username(),
            annotators=sorted(a.get_username() for a in annotators))  # fmt: skip
+    statistics_changed(study_id=study.pk)  # RQ1 has its figures before anything is coded
     return study
 
 

@@ -10,13 +10,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.roles import is_admin
 from config.htmx import HtmxHttpRequest
+from config.responses import invalid_parameter
 from trajectories.exports import csv_lines
 
 from ..access import lead_study
 from ..models import AdvantageTag, Study
-from ..selectors import bundle, dashboard, history
+from ..selectors import bundle, dashboard, history, statistics
 from ..selectors.exports import EXPORT_KINDS, export
 from ..services.review import advantage_tag
+from ..services.statistics import statistics_request
 from ..stats import charts
 
 
@@ -30,28 +32,29 @@ def study_list(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_GET
 def study_dashboard(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """Progress (live counts) and the statistics the worker last computed, saying whether they are
+    current: nothing here computes a statistic."""
     study = lead_study(request.user, study_id)
-    report = dashboard.agreement(study=study)
-    mode_pairs = [p for p in report["pairs"] if p["levels"]["mode"]["n_shared_items"]]
-    per_code = []
-    for key, name in report["names"].items():
-        values = [p["levels"]["mode"]["per_code_kappa"].get(key) for p in mode_pairs]
-        if any(key in p["levels"]["mode"]["per_code_kappa"] for p in mode_pairs):
-            defined = [v for v in values if v is not None]
-            per_code.append(
-                {"key": key, "name": name, "values": values, "mean": sum(defined) / len(defined) if defined else None}
-            )
-    per_code.sort(key=lambda r: (r["mean"] is None, r["mean"] if r["mean"] is not None else 0))
-    over_time = dashboard.kappa_over_time(study=study)
-    table3 = dashboard.study_failure_modes(study=study)
-    mode_rows = [r for r in table3["rows"] if r["level"] == "mode"]
+    stored = statistics.stored_statistics(study)
     context = {
         "study": study,
         "progress": dashboard.progress(study=study),
+        "stored": stored,
+        "stats": stored.payload,
+        "export_kinds": EXPORT_KINDS,
+        **(_statistics_context(stored.payload) if stored.payload else {}),
+    }
+    return render(request, "annotation/dashboard.html", context)
+
+
+def _statistics_context(payload: dict) -> dict:
+    report, table3, over_time = payload["agreement"], payload["table3"], payload["over_time"]
+    mode_rows = [r for r in table3["rows"] if r["level"] == "mode"]
+    return {
         "report": report,
         "pairs": report["pairs"],
-        "per_code": per_code,
-        "mode_pairs": mode_pairs,
+        "per_code": payload["per_code"],
+        "mode_pairs": [p for p in report["pairs"] if p["levels"]["mode"]["n_shared_items"]],
         "over_time": over_time,
         "over_time_chart": charts.line(
             [(p["runs"], p["kappa"]) for p in over_time],
@@ -62,28 +65,78 @@ def study_dashboard(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         "table3_chart": charts.bars(
             [(r["name"], r["count"]) for r in mode_rows], x_label="instances in the final labels (count)"
         ),
-        "agents": sorted(table3["instances_by_agent"])
-        or sorted({r["agent"] for r in dashboard.progress(study=study)["strata"]}),
-        "rq1": dashboard.study_outcomes(study=study),
-        "export_kinds": EXPORT_KINDS,
+        "agents": sorted(table3["instances_by_agent"]) or payload["agents"],
+        "rq1": payload["rq1"],
     }
-    return render(request, "annotation/dashboard.html", context)
+
+
+@require_GET
+def statistics_status(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """The dashboard asks, while its figures are not current: the same status line back, or — once
+    newer statistics than those shown have landed — a reload of the page. Two queries."""
+    study = lead_study(request.user, study_id)
+    stored = statistics.stored_statistics(study, with_payload=False)
+    shown = request.GET.get("shown")
+    if shown is not None and not (shown.isascii() and shown.lstrip("-").isdigit()):
+        return invalid_parameter(request, f"'shown' must be a version number, got {shown[:40]!r}")
+    if shown is not None and stored.statistics is not None and stored.statistics.version > int(shown):
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    return render(request, "annotation/partials/statistics_status.html", {"study": study, "stored": stored})
+
+
+@require_POST
+def statistics_refresh(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """Ask the worker for the study's statistics now (when none are stored, or a queued refresh was
+    lost)."""
+    study = lead_study(request.user, study_id)
+    if statistics_request(study_id=study.pk):
+        messages.success(request, "The statistics are being computed: the dashboard reloads itself when they land.")
+    else:
+        messages.info(request, "A computation of the statistics is already waiting for the worker.")
+    return redirect("annotation:dashboard", study_id=study.pk)
+
+
+HELPED_PAGE_SIZE = 50
 
 
 @require_GET
 def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """The RQ4 candidates from the stored statistics, a page at a time, with their current tags."""
     study = lead_study(request.user, study_id)
-    return render(
-        request,
-        "annotation/helped_pairs.html",
-        {"study": study, "rows": dashboard.helped_pairs(study=study), "mechanisms": AdvantageTag.Mechanism.choices},
-    )
+    stored = statistics.stored_statistics(study)
+    rows = stored.payload["helped"] if stored.payload else []
+    raw = request.GET.get("page", "1")
+    if not (raw.isascii() and raw.isdigit() and int(raw) > 0):
+        return invalid_parameter(request, f"'page' must be a positive number, got {raw[:40]!r}")
+    number = int(raw)
+    shown = rows[(number - 1) * HELPED_PAGE_SIZE : number * HELPED_PAGE_SIZE]
+    tags = {
+        t.run_id: t
+        for t in AdvantageTag.objects.filter(study=study, run_id__in=[r["pair"]["concurrent_run_id"] for r in shown])
+    }
+    for row in shown:
+        row["tag"] = tags.get(row["pair"]["concurrent_run_id"])
+    context = {
+        "study": study,
+        "stored": stored,
+        "rows": shown,
+        "total": len(rows),
+        "number": number,
+        "previous": number - 1 if number > 1 else None,
+        "next": number + 1 if number * HELPED_PAGE_SIZE < len(rows) else None,
+        "mechanisms": AdvantageTag.Mechanism.choices,
+    }
+    return render(request, "annotation/helped_pairs.html", context)
 
 
 @require_POST
 def helped_pair_tag(request: HtmxHttpRequest, study_id: int, run_id: int) -> HttpResponse:
     study = lead_study(request.user, study_id)
-    if not any(row["pair"].concurrent_run_id == run_id for row in dashboard.helped_pairs(study=study)):
+    if not any(
+        row["pair"].concurrent_run_id == run_id for row in dashboard.helped_pairs(study=study, run_ids=[run_id])
+    ):
         raise Http404("That run is not a pair where concurrency helped.")
     mechanism = request.POST.get("mechanism", "")
     if mechanism not in AdvantageTag.Mechanism.values:

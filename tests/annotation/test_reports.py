@@ -86,20 +86,22 @@ def test_concurrency_helped_rules():
 
 
 @pytest.fixture
-def coded_study(study, codebook, adjudicator):
+def coded_study(study, codebook, adjudicator, django_capture_on_commit_callbacks):
     """Every run coded twice: runs 1–3 agree on lossy-handoff (on run 1 one annotator saw it in two
-    episodes), the rest disagree, one adjudicated."""
+    episodes), the rest disagree, one adjudicated; then the worker's refresh of the statistics runs
+    (on commit, as in production; Celery runs eagerly in tests)."""
     from annotation.models import Discussion
     from annotation.services import review as flow
 
     lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
-    for index, run in enumerate(study.runs.order_by("pk")):
-        a, b = both(study, run)
-        code_run(a, [lossy, lossy] if index == 0 else [lossy])
-        code_run(b, [lossy] if index < 3 else [stale])
-    discussion = Discussion.objects.order_by("pk").first()
-    flow.discussion_escalate(discussion=discussion, actor=both(study, discussion.run)[0].annotator)
-    flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(stale.pk, "adjudicated")])
+    with django_capture_on_commit_callbacks(execute=True):
+        for index, run in enumerate(study.runs.order_by("pk")):
+            a, b = both(study, run)
+            code_run(a, [lossy, lossy] if index == 0 else [lossy])
+            code_run(b, [lossy] if index < 3 else [stale])
+        discussion = Discussion.objects.order_by("pk").first()
+        flow.discussion_escalate(discussion=discussion, actor=both(study, discussion.run)[0].annotator)
+        flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(stale.pk, "adjudicated")])
     return study
 
 

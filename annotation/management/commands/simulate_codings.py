@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from annotation.models import Assignment, Discussion, Study
 from annotation.selectors.queue import annotation_for
@@ -25,6 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--escalate", type=float, default=0.5, help="Share of discussions to escalate.")
         parser.add_argument("--seed", type=int, default=0)
 
+    @transaction.atomic  # all or nothing; and the study's statistics are computed once, when it commits
     def handle(self, *args, **options) -> None:
         ref = options["study"]
         study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else Study.objects.filter(name=ref).first()

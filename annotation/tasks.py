@@ -1,0 +1,13 @@
+"""Celery tasks: thin, take ids, call a service, safe to run twice."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from .services.statistics import statistics_refresh
+
+
+@shared_task(acks_late=True)
+def refresh_study_statistics(study_id: int) -> dict:
+    stored = statistics_refresh(study_id=study_id)
+    return {"study": study_id, "version": stored.version if stored else None}

@@ -1,0 +1,145 @@
+"""A study's statistics are computed by the worker once per change and read back: the dashboard
+never computes them, says when they are not current, and reloads itself when newer ones land; a
+burst of changes queues one computation; a stored result never goes backwards."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from annotation.models import Study, StudyStatistics
+from annotation.selectors.dashboard import agreement
+from annotation.selectors.statistics import stored_statistics
+from annotation.services.statistics import statistics_changed, statistics_refresh, statistics_request
+from tests.annotation.test_discussion import both, code_run
+from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
+from tests.conftest import client_for, mode_code
+
+pytestmark = pytest.mark.django_db
+
+
+def _adjudicate_another(study, codebook, adjudicator, key="same-file-collision"):
+    """Change the final labels: the next open discussion is escalated and ruled with another mode."""
+    from annotation.models import Discussion
+    from annotation.services import review as flow
+
+    discussion = Discussion.objects.filter(study=study, status=Discussion.Status.OPEN).order_by("pk").first()
+    flow.discussion_escalate(discussion=discussion, actor=both(study, discussion.run)[0].annotator)
+    flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(mode_code(codebook, key).pk, "r")])
+
+
+def test_the_dashboard_shows_the_stored_statistics_and_says_they_are_current(coded_study, adjudicator):  # noqa: F811
+    stored = StudyStatistics.objects.get(study=coded_study)
+    assert stored.version == Study.objects.get(pk=coded_study.pk).statistics_version
+    body = client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/").content.decode()
+    assert "Statistics computed" in body and "Not current" not in body and "hx-trigger" not in body
+    headline = agreement(study=coded_study, resamples=1000)["headline"]
+    assert f"{headline['kappa']:.3f}" in body  # the same figure as computed from the rows now
+
+
+def test_after_a_change_the_old_figures_are_marked_not_current_until_the_worker_lands(
+    coded_study,  # noqa: F811
+    adjudicator,
+    codebook,
+):
+    before = StudyStatistics.objects.get(study=coded_study)
+    statistics_changed(study_id=coded_study.pk)  # inside the test's transaction: the refresh waits for commit
+    client = client_for(adjudicator)
+    body = client.get(f"/annotate/studies/{coded_study.pk}/").content.decode()
+    assert "Not current:" in body and f"?shown={before.version}" in body and 'hx-trigger="every 3s"' in body
+    status = client.get(
+        f"/annotate/studies/{coded_study.pk}/statistics/", {"shown": before.version}, HTTP_HX_REQUEST="true"
+    )
+    assert status.status_code == 200 and "Not current:" in status.content.decode()  # still waiting
+    statistics_refresh(study_id=coded_study.pk)  # what the worker does
+    landed = client.get(
+        f"/annotate/studies/{coded_study.pk}/statistics/", {"shown": before.version}, HTTP_HX_REQUEST="true"
+    )
+    assert landed.status_code == 204 and landed["HX-Refresh"] == "true"
+    assert StudyStatistics.objects.get(study=coded_study).version == before.version + 1
+    assert "Statistics computed" in client.get(f"/annotate/studies/{coded_study.pk}/").content.decode()
+
+
+def test_a_burst_of_changes_queues_one_computation(coded_study):  # noqa: F811
+    Study.objects.filter(pk=coded_study.pk).update(statistics_queued_at=timezone.now())  # one is waiting
+    assert statistics_request(study_id=coded_study.pk) is False
+    assert statistics_request(study_id=coded_study.pk) is False
+    Study.objects.filter(pk=coded_study.pk).update(statistics_queued_at=timezone.now() - timedelta(hours=1))
+    assert statistics_request(study_id=coded_study.pk) is True  # a message lost an hour ago is queued again
+
+
+def test_a_stored_result_never_goes_backwards(coded_study):  # noqa: F811
+    stored = StudyStatistics.objects.get(study=coded_study)
+    StudyStatistics.objects.filter(pk=stored.pk).update(version=stored.version + 5, payload={"marker": 1})
+    statistics_refresh(study_id=coded_study.pk)  # the study is at an older version than what is stored
+    assert StudyStatistics.objects.get(pk=stored.pk).payload == {"marker": 1}
+
+
+def test_the_dashboard_without_statistics_says_so_and_offers_to_compute(study, adjudicator, trio):
+    client = client_for(adjudicator)
+    body = client.get(f"/annotate/studies/{study.pk}/").content.decode()
+    assert "Not computed yet." in body and "Compute now" in body and "Agreement</h2>" not in body
+    assert client_for(trio[0]).post(f"/annotate/studies/{study.pk}/statistics/refresh/").status_code == 403
+    assert client_for(trio[0]).get(f"/annotate/studies/{study.pk}/statistics/").status_code == 403
+    response = client.post(f"/annotate/studies/{study.pk}/statistics/refresh/")
+    assert response.status_code == 302  # queued (and, with Celery eager in tests, already computed)
+    body = client.get(f"/annotate/studies/{study.pk}/").content.decode()
+    assert "Statistics computed" in body and "Agreement</h2>" in body
+
+
+def test_a_bad_version_is_a_400(study, adjudicator):
+    response = client_for(adjudicator).get(f"/annotate/studies/{study.pk}/statistics/", {"shown": "x"})
+    assert response.status_code == 400 and "must be a version number" in response.content.decode()
+
+
+def test_the_dashboard_costs_the_same_queries_however_much_is_coded(study, codebook, adjudicator):
+    """Nothing on the dashboard grows with the study: the same queries before anything is coded and
+    once every run is, and a page view computes nothing (the stored version does not move)."""
+    client = client_for(adjudicator)
+    url = f"/annotate/studies/{study.pk}/"
+    statistics_refresh(study_id=study.pk)
+    client.get(url)
+    with CaptureQueriesContext(connection) as empty:
+        assert client.get(url).status_code == 200
+    lossy = mode_code(codebook, "lossy-handoff")
+    for run in study.runs.all():
+        for assignment in both(study, run):
+            code_run(assignment, [lossy])
+    statistics_refresh(study_id=study.pk)
+    stored = StudyStatistics.objects.get(study=study)
+    with CaptureQueriesContext(connection) as coded:
+        body = client.get(url).content.decode()
+    assert "Statistics computed" in body and StudyStatistics.objects.get(study=study).computed_at == stored.computed_at
+    assert len(coded) == len(empty), [q["sql"][:100] for q in coded]
+
+
+def test_the_table3_export_streams_the_stored_figures_when_current_and_recomputes_when_not(
+    coded_study,  # noqa: F811
+    adjudicator,
+    codebook,
+):
+    from annotation.selectors.dashboard import study_failure_modes
+
+    client = client_for(adjudicator)
+
+    def counts():
+        response = client.get(f"/annotate/studies/{coded_study.pk}/export/table3.csv")
+        rows = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+        return {(r["level"], r["key"]): int(r["count"]) for r in rows}
+
+    stored = stored_statistics(coded_study).payload["table3"]
+    assert counts() == {(r["level"], r["key"]): r["count"] for r in stored["rows"]}
+    _adjudicate_another(coded_study, codebook, adjudicator)  # the worker has not recomputed yet
+    assert not stored_statistics(coded_study).current
+    now = study_failure_modes(study=coded_study)
+    assert (
+        counts()
+        == {(r["level"], r["key"]): r["count"] for r in now["rows"]}
+        != {(r["level"], r["key"]): r["count"] for r in stored["rows"]}
+    )
