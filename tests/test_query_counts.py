@@ -1,0 +1,140 @@
+"""Query-count pins: every page each role opens, with the exact number of SQL queries it runs, so
+an N+1 cannot come back unnoticed — and the same number once the study has three times the runs,
+codings and discussions (nothing on a request may grow with the study).
+
+When a pin fails on purpose (a page now needs one query more), update PINS and say why in the
+commit; the failure lists the queries the page ran."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from annotation.models import Assignment, Discussion
+from annotation.services.review import discussion_escalate
+from annotation.services.statistics import statistics_refresh
+from annotation.services.studies import study_assign, study_create
+from tests.annotation.test_discussion import code_run
+from tests.conftest import client_for, mode_code, simple_run, write_jsonl
+from trajectories.services import import_paths
+
+pytestmark = pytest.mark.django_db
+
+# (role, page) -> queries. Roles: "annotator" (coder1, on their own objects), "adjudicator" (the
+# study's), "admin".
+PINS: dict[tuple[str, str], int] = {
+    ("annotator", "queue"): 8,
+    ("annotator", "annotate"): 13,
+    ("annotator", "discussions"): 5,
+    ("annotator", "discussion"): 13,
+    ("annotator", "runs"): 8,
+    ("annotator", "pair"): 7,
+    ("adjudicator", "adjudication queue"): 6,
+    ("adjudicator", "adjudicate"): 15,
+    ("adjudicator", "studies"): 4,
+    ("adjudicator", "dashboard"): 9,
+    ("adjudicator", "statistics status"): 5,
+    ("adjudicator", "RQ4 pairs"): 6,
+    ("adjudicator", "run history"): 9,
+    ("adjudicator", "runs"): 8,
+    ("adjudicator", "pair"): 7,
+    ("admin", "studies"): 4,
+    ("admin", "dashboard"): 9,
+    ("admin", "runs"): 8,
+    ("admin", "imports"): 4,
+}
+
+
+def _code_everything(study, codebook):
+    """Both codings of every run: the first two runs agree, the rest disagree (a discussion each);
+    one discussion is escalated. Then the worker's statistics refresh."""
+    lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
+    for index, run in enumerate(study.runs.order_by("pk")):
+        first, second = Assignment.objects.filter(study=study, run=run).order_by("slot")
+        code_run(first, [lossy])
+        code_run(second, [lossy] if index < 2 else [stale])
+    discussion = Discussion.objects.filter(study=study).order_by("pk").first()
+    discussion_escalate(
+        discussion=discussion, actor=Assignment.objects.filter(study=study, run=discussion.run)[0].annotator
+    )
+    statistics_refresh(study_id=study.pk)
+
+
+def _grow(tmp_path, codebook, trio, adjudicator, pairs: int = 12):
+    """A second study, twice the first one's size, for the same annotators and adjudicator, all coded."""
+    for i in range(pairs):
+        for mode in ("concurrent", "sequential"):
+            lines = simple_run(
+                f"more-{i}", mode, "Codex" if i % 2 else "Kimi Code", n_sub=2 if mode == "concurrent" else 0
+            )
+            write_jsonl(tmp_path / "more" / f"{i}-{mode}.jsonl", lines)
+    import_paths(paths=[tmp_path / "more"])
+    from trajectories.models import Run
+
+    run_ids = list(
+        Run.objects.filter(task__external_id__startswith="more-", mode="concurrent").values_list("pk", flat=True)
+    )
+    bigger = study_create(name="Bigger", codebook=codebook, annotators=trio, adjudicator=adjudicator, run_ids=run_ids)
+    study_assign(study=bigger)
+    _code_everything(bigger, codebook)
+
+
+def _pages(study, coder, adjudicator) -> dict[tuple[str, str], str]:
+    mine = Assignment.objects.filter(study=study, annotator=coder).order_by("position").first()
+    discussion = Discussion.objects.filter(study=study, run__assignments__annotator=coder).order_by("pk").first()
+    escalated = Discussion.objects.get(study=study, status=Discussion.Status.ESCALATED)
+    run = mine.run
+    return {
+        ("annotator", "queue"): "/annotate/",
+        ("annotator", "annotate"): f"/annotate/{mine.pk}/",
+        ("annotator", "discussions"): "/annotate/discussions/",
+        ("annotator", "discussion"): f"/annotate/discussions/{discussion.pk}/",
+        ("annotator", "runs"): "/trajectories/",
+        ("annotator", "pair"): f"/trajectories/runs/{run.pk}/",
+        ("adjudicator", "adjudication queue"): "/annotate/adjudication/",
+        ("adjudicator", "adjudicate"): f"/annotate/adjudication/{escalated.pk}/",
+        ("adjudicator", "studies"): "/annotate/studies/",
+        ("adjudicator", "dashboard"): f"/annotate/studies/{study.pk}/",
+        ("adjudicator", "statistics status"): f"/annotate/studies/{study.pk}/statistics/",
+        ("adjudicator", "RQ4 pairs"): f"/annotate/studies/{study.pk}/advantage/",
+        ("adjudicator", "run history"): f"/annotate/studies/{study.pk}/runs/{run.pk}/history/",
+        ("adjudicator", "runs"): "/trajectories/",
+        ("adjudicator", "pair"): f"/trajectories/runs/{run.pk}/",
+        ("admin", "studies"): "/annotate/studies/",
+        ("admin", "dashboard"): f"/annotate/studies/{study.pk}/",
+        ("admin", "runs"): "/trajectories/",
+        ("admin", "imports"): "/trajectories/imports/",
+    }
+
+
+def _count(clients, pages) -> dict[tuple[str, str], tuple[int, list[str]]]:
+    counts = {}
+    for key, url in pages.items():
+        client = clients[key[0]]
+        client.get(url)  # warm: session, caches
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(url)
+        assert response.status_code == 200, (key, url, response.status_code)
+        counts[key] = (len(queries), [q["sql"][:160] for q in queries])
+    return counts
+
+
+def test_every_page_runs_its_pinned_queries_and_no_more_when_the_study_grows(
+    study, codebook, trio, adjudicator, admin_user, tmp_path
+):
+    _code_everything(study, codebook)
+    coder = trio[0]
+    clients = {"annotator": client_for(coder), "adjudicator": client_for(adjudicator), "admin": client_for(admin_user)}
+    pages = _pages(study, coder, adjudicator)
+    small = _count(clients, pages)
+    wrong = [
+        f"{key}: ran {n}, pinned {PINS.get(key)}: {queries}"
+        for key, (n, queries) in small.items()
+        if n != PINS.get(key)
+    ]
+    assert not wrong, "\n".join(wrong)
+    _grow(tmp_path, codebook, trio, adjudicator)
+    large = _count(clients, pages)
+    grew = [f"{key}: {small[key][0]} → {n}: {queries}" for key, (n, queries) in large.items() if n != small[key][0]]
+    assert not grew, "\n".join(grew)
