@@ -89,10 +89,10 @@ class Worker:
     def __init__(self, proc: subprocess.Popen, broker: str, queue: str, log: Path):
         self.proc, self.broker, self.queue, self.log = proc, broker, queue, log
 
-    def send(self, batch_id: int) -> str:
+    def send(self, batch_id: int, task=tasks.import_batch) -> str:
         """Enqueue through a connection of our own: earlier eager tests may have cached a memory:// pool."""
         with celery_app.connection_for_write(url=self.broker) as conn:
-            return tasks.import_batch.apply_async(args=[batch_id], connection=conn, queue=self.queue).id
+            return task.apply_async(args=[batch_id], connection=conn, queue=self.queue).id
 
     def wait_done(self, batch_id: int, timeout: float = 90) -> ImportBatch:
         try:
@@ -167,3 +167,27 @@ def test_killed_worker_leaves_no_partial_run_and_a_retry_imports_once(worker, tm
     runs = Run.objects.filter(task__external_id__startswith="kill-")
     assert runs.count() == 40 and runs.values("content_hash").distinct().count() == 40
     assert Event.objects.filter(run__in=runs).count() == 40 * 4000
+
+
+def test_the_worker_computes_a_studys_statistics_and_stores_them_with_their_version(worker, study, codebook):
+    """The refresh a change queues, run by the real worker on PostgreSQL: the stored statistics carry
+    the study's inputs version and the figures the rows give."""
+    from annotation.models import Assignment, Study, StudyStatistics
+    from annotation.selectors.dashboard import agreement
+    from annotation.tasks import refresh_study_statistics
+    from tests.annotation.test_discussion import code_run
+    from tests.conftest import mode_code
+
+    lossy = mode_code(codebook, "lossy-handoff")
+    for run in study.runs.all():
+        for assignment in Assignment.objects.filter(study=study, run=run):
+            code_run(assignment, [lossy])
+    version = Study.objects.get(pk=study.pk).statistics_version
+    worker.send(study.pk, task=refresh_study_statistics)
+    deadline = time.monotonic() + 90
+    while not StudyStatistics.objects.filter(study=study, version=version).exists():
+        assert time.monotonic() < deadline, f"no statistics after 90 s\n{worker.log.read_text()[-4000:]}"
+        time.sleep(0.3)
+    stored = StudyStatistics.objects.get(study=study)
+    assert stored.payload["agreement"]["headline"] == agreement(study=study, resamples=1000)["headline"]
+    assert stored.payload["table3"]["instances"] == 6  # every run agreed on one mode: six final instances
