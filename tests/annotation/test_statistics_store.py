@@ -143,3 +143,17 @@ def test_the_table3_export_streams_the_stored_figures_when_current_and_recompute
         == {(r["level"], r["key"]): r["count"] for r in now["rows"]}
         != {(r["level"], r["key"]): r["count"] for r in stored["rows"]}
     )
+
+
+def test_the_command_computes_them_in_the_foreground_and_names_a_missing_study(study):
+    from django.core.management import CommandError, call_command
+
+    out = io.StringIO()
+    call_command("refresh_statistics", study.name, stdout=out)
+    stored = StudyStatistics.objects.get(study=study)
+    assert (
+        f"version {stored.version}" in out.getvalue()
+        and stored.version == Study.objects.get(pk=study.pk).statistics_version
+    )
+    with pytest.raises(CommandError, match="no study 'nope'"):
+        call_command("refresh_statistics", "nope")

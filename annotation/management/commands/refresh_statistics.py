@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.models import Study
+from annotation.services.statistics import statistics_refresh
+
+
+class Command(BaseCommand):
+    help = (
+        "Compute a study's statistics now, in the foreground (what the worker does after each change), "
+        "unless the stored ones are current."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="Study id or name.")
+
+    def handle(self, *args, **options) -> None:
+        ref = options["study"]
+        study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else Study.objects.filter(name=ref).first()
+        if study is None:
+            raise CommandError(f"no study {ref!r}")
+        stored = statistics_refresh(study_id=study.pk)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"statistics of {study} are current: version {stored.version}, computed "
+                f"{stored.computed_at:%Y-%m-%d %H:%M:%S} in {stored.seconds:.2f} s"
+            )
+        )
