@@ -56,7 +56,7 @@ PAGES: dict[str, list] = {
         ("queue", "/annotate/", None),
         ("annotate", "/annotate/next/", None),
         "/annotate/discussions/",
-        ("discussion", "/annotate/discussions/", "main a[href*='/annotate/discussions/']"),
+        ("discussion", "/annotate/discussions/?tab=escalated", "main td a[href*='/annotate/discussions/']"),
         "/trajectories/",
         "/annotate/studies/1/",
     ],
