@@ -138,3 +138,20 @@ def test_every_page_runs_its_pinned_queries_and_no_more_when_the_study_grows(
     large = _count(clients, pages)
     grew = [f"{key}: {small[key][0]} → {n}: {queries}" for key, (n, queries) in large.items() if n != small[key][0]]
     assert not grew, "\n".join(grew)
+
+
+AUTOSAVE_QUERIES = 13  # an autosave of a draft with one mode: the hot path when a team codes at once
+
+
+def test_an_autosave_runs_its_pinned_queries(study, codebook, trio):
+    coder = trio[0]
+    assignment = Assignment.objects.filter(study=study, annotator=coder).order_by("position").first()
+    client = client_for(coder)
+    code = mode_code(codebook, "lossy-handoff").pk
+    url = f"/annotate/{assignment.pk}/save/"
+    first = {"version": 1, "code": code, f"rationale-{code}": "first", "notes": ""}
+    assert client.post(url, first, HTTP_HX_REQUEST="true").status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        again = {**first, "version": 2, f"rationale-{code}": "second"}
+        assert client.post(url, again, HTTP_HX_REQUEST="true").status_code == 200
+    assert len(queries) == AUTOSAVE_QUERIES, "\n".join(q["sql"][:200] for q in queries)

@@ -117,4 +117,6 @@ def picker_tree(*, study: Study):
 
 def annotation_for(*, assignment: Assignment) -> Annotation:
     """The stored annotation, or an unsaved empty draft: merely opening a run writes nothing."""
-    return Annotation.objects.filter(assignment=assignment).first() or Annotation(assignment=assignment)
+    annotation = Annotation.objects.filter(assignment=assignment).first() or Annotation(assignment=assignment)
+    annotation.assignment = assignment  # already read, with its study and run: not read again
+    return annotation

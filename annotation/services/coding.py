@@ -50,13 +50,15 @@ def _ensure_stored(annotation: Annotation) -> None:
     annotation._state.adding = False
 
 
-def snapshot(annotation: Annotation) -> dict:
-    """An annotation's content as the audit trail keeps it (codes by key)."""
-    labels = (
-        annotation.labels.select_related("code", "nearest_rejected").order_by("code__position", "instance")
-        if annotation.pk
-        else []
-    )
+def snapshot(annotation: Annotation, labels: list[Label] | None = None) -> dict:
+    """An annotation's content as the audit trail keeps it (codes by key). `labels`: its labels in
+    codebook order with their codes, when the caller has them (else they are read)."""
+    if labels is None:
+        labels = (
+            annotation.labels.select_related("code", "nearest_rejected").order_by("code__position", "instance")
+            if annotation.pk
+            else []
+        )
     return {
         "status": annotation.status,
         "version": annotation.version,
@@ -73,15 +75,16 @@ def audit(annotation: Annotation, actor, action: str, *, before: dict | None, af
     AuditEntry.objects.create(annotation=annotation, actor=actor, action=action, before=before, after=after)
 
 
-def _claim_version(annotation: Annotation, version: int, *, revising: bool = False) -> None:
-    """Compare-and-set: only a save that names the current version may write. A draft is
-    saved; a submitted annotation only changes as a revision during its run's discussion."""
+def _claim_version(annotation: Annotation, version: int, *, revising: bool = False, **fields) -> None:
+    """Compare-and-set: only a save that names the current version may write (`fields` too, in the
+    same statement). A draft is saved; a submitted annotation only changes as a revision during its
+    run's discussion."""
     if annotation.is_submitted and not revising:
         raise LockedError("this annotation is submitted and locked")
     status = Annotation.Status.SUBMITTED if revising else Annotation.Status.DRAFT
     now = timezone.now()
     updated = Annotation.objects.filter(pk=annotation.pk, version=version, status=status).update(
-        version=version + 1, updated_at=now
+        version=version + 1, updated_at=now, **fields
     )
     if not updated:
         current = Annotation.objects.filter(pk=annotation.pk).values_list("version", "status").first()
@@ -93,6 +96,8 @@ def _claim_version(annotation: Annotation, version: int, *, revising: bool = Fal
         )
     annotation.version = version + 1
     annotation.updated_at = now  # the status line says when this save happened
+    for name, value in fields.items():
+        setattr(annotation, name, value)
 
 
 SHORT_FIELD_MAX = Label._meta.get_field("episode_id").max_length
@@ -140,7 +145,7 @@ def annotation_save(
     """Autosave a draft: replaces its labels. Stale `version` → ConflictError, nothing written.
     `flagged`/`flag_note` (None: unchanged) ask for a discussion of the run whatever the other
     coding says. `revising` is for annotation_revise only (a submitted annotation under discussion)."""
-    _validate_labels(annotation, no_failure, labels)
+    codes = _validate_labels(annotation, no_failure, labels)
     if revising:
         errors = {
             field_key("rationale", label.code_id, instance): "needs a rationale"
@@ -151,29 +156,25 @@ def annotation_save(
             raise AnnotationError("every failure mode needs a rationale", errors)
     _ensure_stored(annotation)
     before = snapshot(annotation)
-    _claim_version(annotation, version, revising=revising)
-    annotation.no_failure = no_failure
-    annotation.notes = notes
-    fields = ["no_failure", "notes"]
+    fields = {"no_failure": no_failure, "notes": notes}
     if not revising:  # a flag asks for a discussion before there is one
         if flagged is not None:
-            annotation.flagged = flagged
+            fields["flagged"] = flagged
         if flag_note is not None:
-            annotation.flag_note = flag_note.strip()
-        fields += ["flagged", "flag_note"]
-    annotation.save(update_fields=fields)
+            fields["flag_note"] = flag_note.strip()
+    _claim_version(annotation, version, revising=revising, **fields)
     annotation.labels.all().delete()
-    Label.objects.bulk_create(
+    stored = Label.objects.bulk_create(
         [
             Label(
                 annotation=annotation,
-                code_id=label.code_id,
+                code=codes[label.code_id],
                 instance=instance,
                 rationale=label.rationale.strip(),
                 realized_consequence=label.realized_consequence.strip(),
                 evidence=clean_anchors(label.evidence),
                 contrast=clean_anchors(label.contrast),
-                nearest_rejected_id=label.nearest_rejected_id,
+                nearest_rejected=codes.get(label.nearest_rejected_id),
                 rejection_reason=label.rejection_reason.strip(),
                 episode_id=label.episode_id.strip(),
                 comparative_role=label.comparative_role.strip(),
@@ -181,7 +182,7 @@ def annotation_save(
             for instance, label in numbered(labels)
         ]
     )
-    after = snapshot(annotation)
+    after = snapshot(annotation, sorted(stored, key=lambda label: (label.code.position, label.instance)))
     if _content(before) != _content(after):
         audit(annotation, actor, "revise" if revising else "save", before=before, after=after)
     return annotation
