@@ -75,6 +75,8 @@ check-deploy: install
 bench: install
 	$(PY) bench/agreement_bench.py
 	$(PY) bench/page_bench.py
+	$(PY) bench/study_bench.py
+	$(PY) bench/load_bench.py
 	$(PY) bench/import_bench.py
 	$(PY) bench/bomb_bench.py
 

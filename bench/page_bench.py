@@ -36,7 +36,6 @@ import django  # noqa: E402
 
 django.setup()
 
-from annotation.exports import EXPORT_KINDS  # noqa: E402
 from django.contrib.auth.models import Group, User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, reset_queries  # noqa: E402
@@ -44,9 +43,10 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from accounts.roles import ADJUDICATOR, ANNOTATOR  # noqa: E402
-from annotation import dashboard  # noqa: E402
 from annotation.models import Assignment  # noqa: E402
+from annotation.selectors import dashboard  # noqa: E402
 from annotation.selectors.dashboard import agreement_input  # noqa: E402
+from annotation.selectors.exports import EXPORT_KINDS  # noqa: E402
 from annotation.services.studies import study_assign, study_create  # noqa: E402
 from annotation.stats.agreement import agreement_report  # noqa: E402
 from taxonomy.services import codebook_load_default  # noqa: E402
@@ -63,7 +63,7 @@ def build():
     call_command("collectstatic", interactive=False, verbosity=0)  # production static storage, as deployed
     corpus, giant = OUT / "corpus-paper", OUT / "giant-320"
     if not corpus.exists():
-        call_command("generate_corpus", scale="paper", seed=1, out=str(corpus))
+        call_command("generate_corpus", scale="paper", seed=1, out=corpus)
     if not (giant / "giant.jsonl").exists():
         from bench.make_giant import write_giant
 

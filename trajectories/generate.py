@@ -191,7 +191,9 @@ def _run_lines(
         slots = [window_start] * agent.max_parallel
         for i in range(n_sub):
             slot = min(range(len(slots)), key=lambda k: slots[k])
-            s = slots[slot] + timedelta(seconds=rng.uniform(0, 20))
+            # A worker starts a little after its slot frees up, but never after the run ends (a full
+            # slot can free up at `end` itself; starting past it would end the worker before it began).
+            s = min(slots[slot] + timedelta(seconds=rng.uniform(0, 20)), end)
             length = window * rng.uniform(0.3, 1.2) * agent.max_parallel / max(n_sub, 1)
             e = min(s + length, end)
             slots[slot] = e

@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from datetime import datetime
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -114,3 +115,32 @@ def test_csv_exports_neutralise_spreadsheet_formulas(tmp_path, browser_client):
     row = next(csv.DictReader(io.StringIO(body)))
     assert row["task_id"] == '\'=HYPERLINK("http://evil")' and row["benchmark"] == "'-2+3"
     assert row["subagents_created"] == "2" and row["duration_s"] == "60.0"  # numbers stay numbers
+
+
+def _contexts_in_order(lines: list[dict]) -> bool:
+    """Every agent starts before it ends, and a sub-agent's events are in time order."""
+    when = datetime.fromisoformat
+    contexts = [line for line in lines if line["type"] == "context"]
+    if any(when(c["ended_at"]) < when(c["started_at"]) for c in contexts):
+        return False
+    for ctx in contexts[1:]:
+        stamps = [when(line["ts"]) for line in lines if line["type"] == "event" and line["context"] == ctx["id"]]
+        if stamps != sorted(stamps):
+            return False
+    return True
+
+
+def test_generated_agents_never_end_before_they_start(tmp_path):
+    import random
+
+    from trajectories.generate import AGENTS, _run_lines
+
+    # Seeds 1643 and 2632 filled every Codex slot up to the run's end: its last workers started
+    # after the run had ended and (their end clamped to the run's) ended before they began.
+    for seed in (1643, 2632, *range(10)):
+        lines = list(_run_lines(random.Random(seed), "LoopsBench", "x", "hard", AGENTS[0], "concurrent", 2))
+        assert sum(line["type"] == "context" for line in lines) > 100
+        assert _contexts_in_order(lines), seed
+    call_command("generate_corpus", "--scale", "demo", "--seed", "3", "--out", str(tmp_path), stdout=io.StringIO())
+    for path in tmp_path.iterdir():
+        assert _contexts_in_order([json.loads(line) for line in path.read_text().splitlines()]), path.name

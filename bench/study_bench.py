@@ -1,0 +1,281 @@
+"""Pages and exports at study scale (`make bench`): demo, paper and 10× the paper, in one database.
+
+Builds three studies side by side (bench/study_scale.py: bulk inserts in the shapes the services
+write): demo (14 tasks: 84 runs, 42 in the study), paper (354 tasks: 2,124 runs, 1,062 in the
+study, 2,124 codings) and 10× the paper (3,540 tasks: 21,240 runs, 10,620 in the study, 21,240
+codings); about a quarter of each study's runs discussed. Each study has its own annotators
+(`<scale>-ann1..3`) and adjudicator (`<scale>-senior`), so the demo study is measured in a
+database that also holds the 10× one. Then, through Django's test client, for each scale and
+role: every page's server time (median of up to --repeat requests after one warm-up, at most
+~5 s of requests per page) and its query count; every export's time to its first data row and
+to its last byte. Prints one markdown table with the ratio 10× ÷ paper and what misses issue 17's
+targets: every page < 200 ms at 10× (on PostgreSQL), 10× ÷ paper ≤ 1.5, exports' first row
+< 100 ms. A page that answers anything but 200 is reported as such.
+
+SQLite by default; BENCH_DATABASE_URL=postgres://… for PostgreSQL (the database is flushed;
+--reuse keeps the studies a previous run built there). On PostgreSQL the database is vacuumed
+and analysed before measuring, as autovacuum would leave it, and a statement that runs longer
+than 60 s is cancelled (the page then answers 500, and the table says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+scratch = tempfile.mkdtemp(prefix="parallax-study-bench-")
+os.environ.update(
+    DEBUG="0",
+    SECRET_KEY="bench-" + "x" * 50,
+    DJANGO_SETTINGS_MODULE="config.settings",
+    DATABASE_URL=os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{scratch}/db.sqlite3",
+    ALLOWED_HOSTS="testserver",
+    SECURE_SSL_REDIRECT="0",
+)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth.models import User  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.db.backends.signals import connection_created  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+from django.urls import reverse  # noqa: E402
+
+from annotation.models import Assignment, Discussion, Study  # noqa: E402
+from annotation.selectors.exports import EXPORT_KINDS  # noqa: E402
+from bench.study_scale import SCALES, build_study  # noqa: E402
+from taxonomy.services import codebook_load_default  # noqa: E402
+
+BUDGET = 5.0  # seconds of requests per page and scale, after the warm-up
+STATEMENT_TIMEOUT_MS = 60_000
+PAGE_MS, RATIO, FIRST_ROW_MS = 200, 1.5, 100  # issue 17's targets
+HEADINGS = {"demo": "demo", "paper": "paper", "10x": "10×"}
+
+
+def _statement_timeout(sender, connection, **kwargs) -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
+
+
+connection_created.connect(_statement_timeout)
+
+
+def build(scales: list[str], *, reuse: bool) -> dict[str, Study]:
+    if connection.vendor == "postgresql" and not reuse:
+        call_command("flush", interactive=False, verbosity=0)
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # production static storage, as deployed
+    codebook = codebook_load_default()
+    studies = {}
+    for key in scales:
+        study = Study.objects.filter(name=f"bench {key}").first() if reuse else None
+        if study is None:
+            start = time.perf_counter()
+            study = build_study(key=key, tasks=SCALES[key], codebook=codebook)
+            built = f"built in {time.perf_counter() - start:.1f} s"
+        else:
+            built = "reused"
+        runs = study.runs.count()
+        print(
+            f"{key}: {runs * 2:,} runs, {runs:,} in the study, {Assignment.objects.filter(study=study).count():,} "
+            f"codings, {study.discussions.count():,} discussions, {study.finals.count():,} finals — {built}"
+        )
+        studies[key] = study
+    if connection.vendor == "postgresql":  # settled, as autovacuum leaves a database: planner statistics, visibility
+        start = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+        print(f"VACUUM ANALYZE: {time.perf_counter() - start:.1f} s")
+    return studies
+
+
+@dataclass
+class Sample:
+    status: int
+    seconds: float
+    queries: int
+    first_row: float | None = None  # exports: time to the first data row
+
+
+def request(client: Client, url: str) -> Sample:
+    with CaptureQueriesContext(connection) as queries:
+        start = time.perf_counter()
+        response = client.get(url)
+        first_row = None
+        if response.status_code == 200 and response.streaming:
+            chunks = iter(response.streaming_content)
+            next(chunks, b"")  # the header line
+            next(chunks, b"")  # the first data row
+            first_row = time.perf_counter() - start
+            for _ in chunks:
+                pass
+        elif response.streaming:
+            b"".join(response.streaming_content)
+        seconds = time.perf_counter() - start
+    return Sample(response.status_code, seconds, len(queries), first_row)
+
+
+def measure(client: Client, url: str, repeat: int) -> Sample:
+    """The median of up to `repeat` requests after a warm-up, within BUDGET seconds (a request
+    slower than that is measured once: its warm-up is the figure)."""
+    warm = request(client, url)
+    if warm.status != 200 or warm.seconds > BUDGET:
+        return warm
+    samples: list[Sample] = []
+    while len(samples) < repeat and sum(s.seconds for s in samples) < BUDGET:
+        samples.append(request(client, url))
+    bad = [s for s in samples if s.status != 200]
+    if bad:
+        return bad[0]
+    first_rows = [s.first_row for s in samples if s.first_row is not None]
+    return Sample(
+        200,
+        statistics.median(s.seconds for s in samples),
+        samples[-1].queries,
+        statistics.median(first_rows) if first_rows else None,
+    )
+
+
+def targets(study: Study) -> list[tuple[str, str, str | None]]:
+    """(page, role, url) for one study; url None when the study has no such object."""
+    annotator = study.annotators.order_by("username").first()
+    mine = Assignment.objects.filter(study=study, annotator=annotator)
+    assignment = mine.order_by("pk").first()
+    discussion = Discussion.objects.filter(study=study, run_id__in=mine.values("run_id")).order_by("pk").first()
+    escalated = Discussion.objects.filter(study=study, status=Discussion.Status.ESCALATED).order_by("pk").first()
+    discussed_run = discussion.run_id if discussion else None
+    rows = [
+        ("annotator's queue", "annotator", reverse("annotation:queue")),
+        ("annotate page", "annotator", reverse("annotation:annotate", args=[assignment.pk])),
+        ("discussion list", "annotator", reverse("annotation:discussions")),
+        ("discussion page", "annotator", discussion and reverse("annotation:discussion", args=[discussion.pk])),
+        ("adjudication queue", "adjudicator", reverse("annotation:adjudication_queue")),
+        ("adjudicate page", "adjudicator", escalated and reverse("annotation:adjudicate", args=[escalated.pk])),
+        ("study dashboard", "adjudicator", reverse("annotation:dashboard", args=[study.pk])),
+        ("RQ4 helped pairs", "adjudicator", reverse("annotation:helped_pairs", args=[study.pk])),
+        ("run list (their runs)", "annotator", reverse("trajectories:run_list")),
+        ("run list (every run in the database)", "adjudicator", reverse("trajectories:run_list")),
+        ("pair page", "annotator", reverse("trajectories:run_detail", args=[assignment.run_id])),
+        ("pair page", "adjudicator", reverse("trajectories:run_detail", args=[assignment.run_id])),
+        (
+            "run history (a discussed run)",
+            "adjudicator",
+            discussed_run and reverse("annotation:run_history", args=[study.pk, discussed_run]),
+        ),
+    ]
+    rows += [
+        (f"export `{kind}.csv`", "adjudicator", reverse("annotation:export", args=[study.pk, kind]))
+        for kind in EXPORT_KINDS
+    ]
+    rows.append(
+        ("export `metrics.csv` (every run in the database)", "adjudicator", reverse("trajectories:metrics_csv"))
+    )
+    return rows
+
+
+def measure_study(study: Study, repeat: int) -> dict[tuple[str, str], Sample | None]:
+    clients = {}
+    for role, user in (
+        ("annotator", study.annotators.order_by("username").first()),
+        ("adjudicator", study.adjudicator),
+    ):
+        clients[role] = Client(raise_request_exception=False)  # a 500 is a result, not the bench's crash
+        clients[role].force_login(user)
+    results = {}
+    for page, role, url in targets(study):
+        results[(page, role)] = measure(clients[role], url, repeat) if url else None
+        sample = results[(page, role)]
+        print(f"  {study.name}: {page} ({role}): " + (_cell(sample) if sample else "—"), file=sys.stderr)
+    return results
+
+
+def _cell(sample: Sample | None) -> str:
+    if sample is None:
+        return "—"
+    if sample.status != 200:
+        return f"**HTTP {sample.status}** after {_ms(sample.seconds)} / {sample.queries} q"
+    if sample.first_row is not None:
+        return f"{_ms(sample.first_row)} → {_ms(sample.seconds)} / {sample.queries} q"
+    return f"{_ms(sample.seconds)} / {sample.queries} q"
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1000
+    return f"{ms:,.1f} ms" if ms < 100 else f"{ms:,.0f} ms"
+
+
+def misses(page: str, paper: Sample | None, big: Sample | None) -> tuple[str, list[str]]:
+    """The 10× ÷ paper ratio (an export's: of its first row) and the targets the largest scale misses."""
+    if big is None:
+        return "—", []
+    if big.status != 200:
+        return "—", [f"HTTP {big.status}"]
+    export = big.first_row is not None
+    value = big.first_row if export else big.seconds
+    found = []
+    if export and value * 1000 >= FIRST_ROW_MS:
+        found.append(f"first row ≥ {FIRST_ROW_MS} ms")
+    if not export and value * 1000 >= PAGE_MS:
+        found.append(f"≥ {PAGE_MS} ms")
+    if paper is None or paper.status != 200:
+        return "—", found
+    ratio = value / (paper.first_row if export else paper.seconds)
+    if not export and ratio > RATIO:
+        found.append(f"ratio > {RATIO}")
+    if not export and big.queries != paper.queries:
+        found.append(f"queries {paper.queries} → {big.queries}")
+    return f"{ratio:.2f}", found
+
+
+def table(results: dict[str, dict], scales: list[str]) -> None:
+    first = results[scales[0]]
+    print("\n| page | role | " + " | ".join(HEADINGS[k] for k in scales) + " | 10× ÷ paper | misses (10×) |")
+    print("| --- | --- | " + " | ".join("---:" for _ in scales) + " | ---: | --- |")
+    for page, role in first:
+        cells = [_cell(results[k].get((page, role))) for k in scales]
+        paper, big = results.get("paper", {}).get((page, role)), results.get("10x", {}).get((page, role))
+        ratio, found = misses(page, paper, big)
+        print(
+            f"| {page} | {role} | "
+            + " | ".join(cells)
+            + f" | {ratio} | {'**' + '; '.join(found) + '**' if found else ''} |"
+        )
+    print(
+        "\nPages: median server time / queries. Exports: time to the first data row → to the last byte / queries;"
+        " their ratio is of the first row. Targets (issue 17): a page < 200 ms at 10× on PostgreSQL, 10× ÷ paper"
+        " ≤ 1.5 and the same query count, an export's first row < 100 ms."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scales", default=",".join(SCALES), help="comma-separated, of: " + ", ".join(SCALES))
+    parser.add_argument("--repeat", type=int, default=5, help="requests per page (after a warm-up), at most")
+    parser.add_argument("--reuse", action="store_true", help="keep the studies a previous run built (PostgreSQL)")
+    args = parser.parse_args()
+    scales = [key for key in SCALES if key in args.scales.split(",")]
+    studies = build(scales, reuse=args.reuse)
+    print(
+        f"\n{connection.vendor}, {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, {User.objects.count()} users"
+    )
+    import sklearn.metrics  # noqa: F401 - loaded on the first agreement of a process; not measured here
+
+    results = {key: measure_study(study, args.repeat) for key, study in studies.items()}
+    table(results, scales)
+
+
+if __name__ == "__main__":
+    main()
