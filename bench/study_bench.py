@@ -53,7 +53,8 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from annotation.models import Assignment, Discussion, Study  # noqa: E402
+from annotation.models import Assignment, Discussion, Study, StudyStatistics  # noqa: E402
+from annotation.services.statistics import statistics_refresh  # noqa: E402
 from annotation.selectors.exports import EXPORT_KINDS  # noqa: E402
 from bench.study_scale import SCALES, build_study  # noqa: E402
 from taxonomy.services import codebook_load_default  # noqa: E402
@@ -88,6 +89,11 @@ def build(scales: list[str], *, reuse: bool) -> dict[str, Study]:
             built = f"built in {time.perf_counter() - start:.1f} s"
         else:
             built = "reused"
+        study.refresh_from_db()
+        if not StudyStatistics.objects.filter(study=study, version=study.statistics_version).exists():
+            start = time.perf_counter()
+            statistics_refresh(study_id=study.pk)  # the worker's job after the changes
+            built += f"; statistics computed (the worker's refresh) in {time.perf_counter() - start:.1f} s"
         runs = study.runs.count()
         print(
             f"{key}: {runs * 2:,} runs, {runs:,} in the study, {Assignment.objects.filter(study=study).count():,} "
@@ -166,6 +172,7 @@ def targets(study: Study) -> list[tuple[str, str, str | None]]:
         ("adjudicate page", "adjudicator", escalated and reverse("annotation:adjudicate", args=[escalated.pk])),
         ("study dashboard", "adjudicator", reverse("annotation:dashboard", args=[study.pk])),
         ("RQ4 helped pairs", "adjudicator", reverse("annotation:helped_pairs", args=[study.pk])),
+        ("dashboard's status poll", "adjudicator", reverse("annotation:statistics_status", args=[study.pk])),
         ("run list (their runs)", "annotator", reverse("trajectories:run_list")),
         ("run list (every run in the database)", "adjudicator", reverse("trajectories:run_list")),
         ("pair page", "annotator", reverse("trajectories:run_detail", args=[assignment.run_id])),

@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.contrib.auth.models import Group, User
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from accounts.roles import ADJUDICATOR, ANNOTATOR
@@ -65,6 +66,9 @@ def build_study(*, key: str, tasks: int, codebook: Codebook) -> Study:
     study = study_with_annotators(key=key, run_ids=run_ids, codebook=codebook)
     plans = codings(study=study, rng=rng)
     reviews(study=study, plans=plans)
+    # What the services' statistics_changed does with each submission and final label (the bulk inserts
+    # bypass them): the study's inputs move on, and its stored statistics are no longer current.
+    Study.objects.filter(pk=study.pk).update(statistics_version=F("statistics_version") + 1)
     return study
 
 

@@ -127,6 +127,7 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        conn_health_checks=True,  # a kept connection the server dropped is replaced, not an error
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

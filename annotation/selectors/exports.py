@@ -68,9 +68,30 @@ def _path(code) -> tuple[str, str, str, str]:
     return cat.key, sub.key, code.key, f"{cat.name} > {sub.name} > {code.name}"
 
 
+RUN_BATCH = 200  # runs per query when an export streams a study run by run
+
+
+def _run_batches(study: Study) -> Iterator[list[int]]:
+    """The study's run ids in order, a batch at a time: an export reads one batch per query, so its
+    first row comes after one small query, not after the whole study was sorted."""
+    ids = list(study.runs.order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(ids), RUN_BATCH):
+        yield ids[start : start + RUN_BATCH]
+
+
 def label_rows(study: Study) -> Iterator[dict]:
+    for runs in _run_batches(study):
+        yield from _label_batch(study, runs)
+    empty = Annotation.objects.filter(assignment__study=study, labels__isnull=True).select_related(
+        "assignment__annotator", "assignment__run__agent", "assignment__run__task__benchmark"
+    )
+    for annotation in empty.order_by("assignment__run_id", "assignment__slot"):
+        yield _label_row(study, annotation, None)
+
+
+def _label_batch(study: Study, runs: list[int]) -> Iterator[dict]:
     labels = (
-        Label.objects.filter(annotation__assignment__study=study)
+        Label.objects.filter(annotation__assignment__study=study, annotation__assignment__run_id__in=runs)
         .select_related(
             "annotation__assignment__annotator",
             "annotation__assignment__run__agent",
@@ -80,13 +101,8 @@ def label_rows(study: Study) -> Iterator[dict]:
         )
         .order_by("annotation__assignment__run_id", "annotation__assignment__slot", "code__position", "instance")
     )
-    for label in labels.iterator(chunk_size=1000):
+    for label in labels:
         yield _label_row(study, label.annotation, label)
-    empty = Annotation.objects.filter(assignment__study=study, labels__isnull=True).select_related(
-        "assignment__annotator", "assignment__run__agent", "assignment__run__task__benchmark"
-    )
-    for annotation in empty.iterator(chunk_size=1000):
-        yield _label_row(study, annotation, None)
 
 
 def _label_row(study: Study, annotation, label) -> dict:
@@ -120,8 +136,13 @@ def _label_row(study: Study, annotation, label) -> dict:
 
 
 def final_rows(study: Study) -> Iterator[dict]:
+    for runs in _run_batches(study):
+        yield from _final_batch(study, runs)
+
+
+def _final_batch(study: Study, runs: list[int]) -> Iterator[dict]:
     finals = (
-        FinalCoding.objects.filter(study=study)
+        FinalCoding.objects.filter(study=study, run_id__in=runs)
         .select_related("run__agent", "run__task__benchmark", "decided_by")
         .prefetch_related("labels__code__parent__parent", "labels__nearest_rejected", "labels__decided_by")
         .order_by("run_id")
