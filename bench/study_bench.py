@@ -54,8 +54,8 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from annotation.models import Assignment, Discussion, Study, StudyStatistics  # noqa: E402
-from annotation.services.statistics import statistics_refresh  # noqa: E402
 from annotation.selectors.exports import EXPORT_KINDS  # noqa: E402
+from annotation.services.statistics import statistics_refresh  # noqa: E402
 from bench.study_scale import SCALES, build_study  # noqa: E402
 from taxonomy.services import codebook_load_default  # noqa: E402
 
