@@ -62,7 +62,10 @@ class StudyStatistics(models.Model):
     version = models.PositiveIntegerField(help_text="The study's statistics_version these were computed from.")
     computed_at = models.DateTimeField()
     seconds = models.FloatField(help_text="How long the computation took.")
-    payload = models.JSONField()
+    payload = models.JSONField(help_text="What the dashboard shows (selectors/statistics.py).")
+    helped = models.JSONField(
+        default=list, help_text="The RQ4 candidates: [concurrent run id, sequential run id, [reasons]], in run order."
+    )
 
     class Meta:
         verbose_name_plural = "study statistics"

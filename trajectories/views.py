@@ -18,7 +18,7 @@ from config.responses import invalid_parameter
 from . import selectors, services, tasks
 from .access import visible_runs
 from .artifacts import AnchorError
-from .exports import METRICS_COLUMNS, csv_lines, metrics_rows
+from .exports import METRICS_COLUMNS, by_pk, csv_lines, metrics_rows
 from .formats.records import EVENT_KINDS, FormatError
 from .forms import UploadForm
 from .models import AgentContext, ImportBatch, Run, RunFile
@@ -170,7 +170,8 @@ def pair_anchor(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @require_GET
 def metrics_csv(request: HtmxHttpRequest) -> StreamingHttpResponse:
     filters = selectors.run_filters(request.GET)
-    rows = metrics_rows(visible_runs(request.user, selectors.run_list(filters=filters)).iterator(chunk_size=500))
+    # In run id order, 500 runs per query: the first row comes at once however many runs there are.
+    rows = metrics_rows(by_pk(visible_runs(request.user, selectors.run_list(filters=filters))))
     response = StreamingHttpResponse(csv_lines(rows, METRICS_COLUMNS), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="parallax-run-metrics.csv"'
     return response

@@ -40,18 +40,25 @@ def agreement_input(*, study: Study):
         if code.level == "mode":
             sub = codes[code.parent_id]
             modes[code.key] = (sub.key, codes[sub.parent_id].key)
-    codings = [
-        Coding(
-            item=str(e.annotation.assignment.run_id),
-            annotator=e.annotation.assignment.annotator.username,
-            codes=frozenset(label["code"] for label in (e.after or {}).get("labels", [])),
-        )
-        for e in first_submissions(study=study)
-    ]
-    return Taxonomy(modes), codings
+    # first_submissions' rows, as plain values (no model instances: this reads every coding of the study)
+    entries = (
+        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
+        .order_by("at", "pk")
+        .values_list(
+            "annotation_id", "annotation__assignment__run_id", "annotation__assignment__annotator__username", "after"
+        )  # fmt: skip
+    )
+    first: dict[int, Coding] = {}
+    for annotation_id, run_id, username, after in entries:
+        if annotation_id not in first:
+            codes = frozenset(label["code"] for label in (after or {}).get("labels", []))
+            first[annotation_id] = Coding(item=str(run_id), annotator=username, codes=codes)
+    return Taxonomy(modes), list(first.values())
 
 
 def progress(*, study: Study) -> dict:
+    """The live counts: each annotator's assignments, submissions and drafts, the discussions by
+    state, the study's runs and final codings. Four aggregate queries."""
     per_annotator = list(
         Assignment.objects.filter(study=study)
         .values("annotator__username")
@@ -62,13 +69,26 @@ def progress(*, study: Study) -> dict:
         )
         .order_by("annotator__username")
     )
+    queues = dict(Discussion.objects.filter(study=study).values_list("status").annotate(n=Count("pk")))
+    return {
+        "annotators": per_annotator,
+        "queues": {status: queues.get(status, 0) for status in Discussion.Status.values},
+        "finals": FinalCoding.objects.filter(study=study).count(),
+        "runs": study.runs.count(),
+    }
+
+
+def strata(*, study: Study) -> list[dict]:
+    """Per agent × benchmark stratum: runs, runs coded by both annotators, runs with final labels
+    (a statistic: computed by the worker with the others)."""
     submitted = (
         Annotation.objects.filter(assignment__study=study, assignment__run=OuterRef("pk"), status="submitted")
+        .order_by()
         .values("assignment__run")
         .annotate(n=Count("pk"))
         .values("n")
     )
-    strata = list(
+    rows = list(
         study.runs.annotate(
             submitted=Coalesce(Subquery(submitted), 0),
             is_final=Exists(FinalCoding.objects.filter(study=study, run=OuterRef("pk"))),
@@ -81,29 +101,24 @@ def progress(*, study: Study) -> dict:
         )
         .order_by("agent__name", "task__benchmark__name")
     )
-    for row in strata:
+    for row in rows:
         row["agent"], row["benchmark"] = row.pop("agent__name"), row.pop("task__benchmark__name")
-    queues = dict(Discussion.objects.filter(study=study).values_list("status").annotate(n=Count("pk")))
-    return {
-        "annotators": per_annotator,
-        "strata": strata,
-        "queues": {status: queues.get(status, 0) for status in Discussion.Status.values},
-        "finals": sum(row["final"] for row in strata),
-        "runs": sum(row["runs"] for row in strata),
-    }
+    return rows
 
 
-def agreement(*, study: Study, resamples: int = 1000) -> dict:
-    taxonomy, codings = agreement_input(study=study)
+def agreement(*, study: Study, resamples: int = 1000, inputs=None) -> dict:
+    """The agreement report with the headline's bootstrap CI (`inputs`: agreement_input's result,
+    when the caller has it)."""
+    taxonomy, codings = inputs or agreement_input(study=study)
     report = agreement_report(taxonomy, codings)
     report["headline"] = headline_bootstrap(taxonomy, codings, n_resamples=resamples, seed=study.seed)
     report["names"] = dict(study.codebook.codes.values_list("key", "name"))
     return report
 
 
-def kappa_over_time(*, study: Study, points: int = 10) -> list[dict]:
+def kappa_over_time(*, study: Study, points: int = 10, inputs=None) -> list[dict]:
     """Headline κ over the runs completed so far (both first submissions in), at even steps."""
-    taxonomy, codings = agreement_input(study=study)
+    taxonomy, codings = inputs or agreement_input(study=study)
     done_at: dict[str, list] = defaultdict(list)
     for entry in (
         AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
@@ -120,17 +135,19 @@ def kappa_over_time(*, study: Study, points: int = 10) -> list[dict]:
 
 
 def final_instances(*, study: Study) -> list[FinalInstance]:
-    labels = FinalLabel.objects.filter(final__study=study).select_related("final__run__agent", "code__parent__parent")
-    return [
-        FinalInstance(
-            run_id=fl.final.run_id,
-            agent=fl.final.run.agent.name,
-            mode=(fl.code.key, fl.code.name),
-            subcategory=(fl.code.parent.key, fl.code.parent.name),
-            category=(fl.code.parent.parent.key, fl.code.parent.parent.name),
-        )
-        for fl in labels
-    ]
+    """Every final label of the study as a Table 3 instance (plain values: one row per label)."""
+    codes = {c.pk: c for c in study.codebook.codes.all()}
+    rows = FinalLabel.objects.filter(final__study=study).values_list(
+        "final__run_id", "final__run__agent__name", "code_id"
+    )
+    out = []
+    for run_id, agent, code_id in rows:
+        mode = codes[code_id]
+        sub = codes[mode.parent_id]
+        cat = codes[sub.parent_id]
+        out.append(FinalInstance(run_id=run_id, agent=agent, mode=(mode.key, mode.name),
+                                 subcategory=(sub.key, sub.name), category=(cat.key, cat.name)))  # fmt: skip
+    return out
 
 
 def study_failure_modes(*, study: Study) -> dict:
@@ -142,8 +159,11 @@ def study_failure_modes(*, study: Study) -> dict:
 def pair_outcomes(*, study: Study, run_ids: list[int] | None = None) -> list[PairOutcome]:
     """The study's concurrent runs (or those of `run_ids`) with their sequential twins' outcomes."""
     runs = study.runs.all() if run_ids is None else study.runs.filter(pk__in=run_ids)
-    concurrent = runs.select_related("agent", "task__benchmark")
-    twin_of = {(r.task_id, r.agent_id): r for r in twins(runs=runs)}
+    outcomes = ("pk", "task_id", "agent_id", "task_pass", "test_pass", "duration_s", "tokens")
+    concurrent = runs.select_related("agent", "task__benchmark").only(
+        *outcomes, "agent__name", "task__external_id", "task__benchmark__name"
+    )
+    twin_of = {(r.task_id, r.agent_id): r for r in twins(runs=runs).only(*outcomes)}
     out = []
     for run in concurrent:
         twin = twin_of.get((run.task_id, run.agent_id))

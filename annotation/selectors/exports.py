@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trajectories.exports import METRICS_COLUMNS, metrics_rows
+from trajectories.exports import METRICS_COLUMNS, by_pk, metrics_rows
 from trajectories.models import Run
 from trajectories.selectors import twins
 
@@ -68,15 +68,18 @@ def _path(code) -> tuple[str, str, str, str]:
     return cat.key, sub.key, code.key, f"{cat.name} > {sub.name} > {code.name}"
 
 
-RUN_BATCH = 200  # runs per query when an export streams a study run by run
+FIRST_BATCH, RUN_BATCH = 25, 400  # runs per query when an export streams a study run by run
 
 
 def _run_batches(study: Study) -> Iterator[list[int]]:
     """The study's run ids in order, a batch at a time: an export reads one batch per query, so its
-    first row comes after one small query, not after the whole study was sorted."""
+    first row comes after one small query, not after the whole study was sorted. The batches
+    start small (a quick first row) and double up to RUN_BATCH (few queries in all)."""
     ids = list(study.runs.order_by("pk").values_list("pk", flat=True))
-    for start in range(0, len(ids), RUN_BATCH):
-        yield ids[start : start + RUN_BATCH]
+    start, size = 0, FIRST_BATCH
+    while start < len(ids):
+        yield ids[start : start + size]
+        start, size = start + size, min(size * 2, RUN_BATCH)
 
 
 def label_rows(study: Study) -> Iterator[dict]:
@@ -245,23 +248,10 @@ def per_code_rows(study: Study) -> Iterator[dict]:
                 }
 
 
-def _by_pk(qs, size: int = 500) -> Iterator:
-    """`qs` in primary-key order, fetched `size` rows at a time, each batch a plain indexed query
-    (`pk > last`). Not a server-side cursor: PostgreSQL plans a cursor for its first rows, and for
-    the twins' semi-join that plan re-ran the sub-query for every outer row (40 s at 10× the paper)."""
-    last = None
-    while True:
-        batch = list((qs if last is None else qs.filter(pk__gt=last)).order_by("pk")[:size])
-        yield from batch
-        if len(batch) < size:
-            return
-        last = batch[-1].pk
-
-
 def outcome_rows(study: Study) -> Iterator[dict]:
     """The study's runs, then their twins, one row of outcomes and metrics each."""
     runs = Run.objects.filter(studies=study)
-    yield from metrics_rows(_by_pk(runs.select_related("task__benchmark", "agent")))
+    yield from metrics_rows(by_pk(runs.select_related("task__benchmark", "agent")))
     twin_ids = list(twins(runs=runs).order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(twin_ids), 500):
         batch = Run.objects.filter(pk__in=twin_ids[start : start + 500]).select_related("task__benchmark", "agent")

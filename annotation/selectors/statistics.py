@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from ..models import Study, StudyStatistics
-from ..stats.reports import concurrency_helped, outcome_comparison
+from ..stats.reports import PairOutcome, concurrency_helped, outcome_comparison
 from . import dashboard
 
 BOOTSTRAP_RESAMPLES = 1000  # the headline κ's CI, as the dashboard shows it
@@ -50,26 +50,33 @@ def per_code_kappa(report: dict) -> list[dict]:
     return rows
 
 
-def compute_statistics(study: Study) -> dict:
-    """Everything the dashboard, the RQ4 page and the κ/Table 3 exports show, from the study's rows."""
-    report = dashboard.agreement(study=study, resamples=BOOTSTRAP_RESAMPLES)
+def compute_statistics(study: Study) -> tuple[dict, list[list]]:
+    """Everything the dashboard and the κ/Table 3 exports show, from the study's rows, and the RQ4
+    candidates (helped_pairs)."""
+    inputs = dashboard.agreement_input(study=study)  # read once, for the report and κ over time
+    report = dashboard.agreement(study=study, resamples=BOOTSTRAP_RESAMPLES, inputs=inputs)
     pairs = dashboard.pair_outcomes(study=study)
-    helped = []
-    for pair in pairs:
-        reasons = concurrency_helped(pair)
-        if reasons:
-            helped.append({"pair": pair, "reasons": reasons})
     return _jsonable(
         {
+            "strata": dashboard.strata(study=study),
             "agreement": report,
             "per_code": per_code_kappa(report),
-            "over_time": dashboard.kappa_over_time(study=study),
+            "over_time": dashboard.kappa_over_time(study=study, inputs=inputs),
             "table3": dashboard.study_failure_modes(study=study),
             "rq1": outcome_comparison(pairs),
-            "helped": helped,
             "agents": sorted(set(study.runs.values_list("agent__name", flat=True))),
         }
-    )
+    ), helped_pairs(pairs)
+
+
+def helped_pairs(pairs: list[PairOutcome]) -> list[list]:
+    """The RQ4 candidates, compact (the page reads each one's outcomes when it shows it):
+    [concurrent run id, sequential run id, [reasons]]."""
+    return [
+        [pair.concurrent_run_id, pair.sequential_run_id, reasons]
+        for pair in sorted(pairs, key=lambda p: p.concurrent_run_id)
+        if (reasons := concurrency_helped(pair))
+    ]
 
 
 @dataclass(frozen=True)
@@ -88,13 +95,16 @@ class Stored:
     def payload(self) -> dict | None:
         return self.statistics.payload if self.statistics is not None else None
 
+    @property
+    def helped(self) -> list[list]:
+        return self.statistics.helped if self.statistics is not None else []
 
-def stored_statistics(study: Study, *, with_payload: bool = True) -> Stored:
-    """The last statistics computed for the study, and the study's inputs version read fresh (not
-    from a possibly older instance). Two queries."""
-    qs = StudyStatistics.objects.filter(study_id=study.pk)
-    if not with_payload:
-        qs = qs.defer("payload")
+
+def stored_statistics(study: Study, *, read: tuple[str, ...] = ("payload",)) -> Stored:
+    """The last statistics computed for the study — of its two documents, only those in `read`
+    (`payload`, `helped`) — and the study's inputs version read fresh (not from a possibly older
+    instance). Two queries."""
+    qs = StudyStatistics.objects.filter(study_id=study.pk).defer(*({"payload", "helped"} - set(read)))
     version, queued_at = (
         Study.objects.filter(pk=study.pk).values_list("statistics_version", "statistics_queued_at").get()
     )

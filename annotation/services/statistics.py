@@ -49,14 +49,14 @@ def statistics_refresh(*, study_id: int) -> StudyStatistics | None:
     study = Study.objects.select_related("codebook").filter(pk=study_id).first()
     if study is None:
         return None
-    stored = StudyStatistics.objects.filter(study=study).defer("payload").first()
+    stored = StudyStatistics.objects.filter(study=study).defer("payload", "helped").first()
     if stored is not None and stored.version >= study.statistics_version:
         return stored
     start = time.perf_counter()
-    payload = compute_statistics(study)
+    payload, helped = compute_statistics(study)
     seconds = time.perf_counter() - start
     fields = {"version": study.statistics_version, "computed_at": timezone.now(), "seconds": seconds,
-              "payload": payload}  # fmt: skip
+              "payload": payload, "helped": helped}  # fmt: skip
     with transaction.atomic():
         stored, created = StudyStatistics.objects.select_for_update().get_or_create(study=study, defaults=fields)
         if not created and stored.version < study.statistics_version:

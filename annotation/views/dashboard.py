@@ -75,7 +75,7 @@ def statistics_status(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     """The dashboard asks, while its figures are not current: the same status line back, or — once
     newer statistics than those shown have landed — a reload of the page. Two queries."""
     study = lead_study(request.user, study_id)
-    stored = statistics.stored_statistics(study, with_payload=False)
+    stored = statistics.stored_statistics(study, read=())
     shown = request.GET.get("shown")
     if shown is not None and not (shown.isascii() and shown.lstrip("-").isdigit()):
         return invalid_parameter(request, f"'shown' must be a version number, got {shown[:40]!r}")
@@ -105,19 +105,20 @@ HELPED_PAGE_SIZE = 50
 def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     """The RQ4 candidates from the stored statistics, a page at a time, with their current tags."""
     study = lead_study(request.user, study_id)
-    stored = statistics.stored_statistics(study)
-    rows = stored.payload["helped"] if stored.payload else []
+    stored = statistics.stored_statistics(study, read=("helped",))
     raw = request.GET.get("page", "1")
     if not (raw.isascii() and raw.isdigit() and int(raw) > 0):
         return invalid_parameter(request, f"'page' must be a positive number, got {raw[:40]!r}")
     number = int(raw)
+    rows = stored.helped
     shown = rows[(number - 1) * HELPED_PAGE_SIZE : number * HELPED_PAGE_SIZE]
-    tags = {
-        t.run_id: t
-        for t in AdvantageTag.objects.filter(study=study, run_id__in=[r["pair"]["concurrent_run_id"] for r in shown])
-    }
-    for row in shown:
-        row["tag"] = tags.get(row["pair"]["concurrent_run_id"])
+    reasons = {concurrent: why for concurrent, _, why in shown}
+    pairs = dashboard.pair_outcomes(study=study, run_ids=list(reasons))
+    tags = {t.run_id: t for t in AdvantageTag.objects.filter(study=study, run_id__in=list(reasons))}
+    shown = [
+        {"pair": pair, "reasons": reasons[pair.concurrent_run_id], "tag": tags.get(pair.concurrent_run_id)}
+        for pair in sorted(pairs, key=lambda p: p.concurrent_run_id)
+    ]
     context = {
         "study": study,
         "stored": stored,

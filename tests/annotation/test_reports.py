@@ -156,11 +156,14 @@ def test_unknown_export_is_404(coded_study, adjudicator):
 @pytest.mark.django_db
 def test_rq4_page_and_tagging(coded_study, adjudicator, trio):
     from annotation.models import AdvantageTag
+    from annotation.services.statistics import statistics_changed, statistics_refresh
     from trajectories.models import Run
 
     run = coded_study.runs.order_by("pk").first()
     Run.objects.filter(pk=run.pk).update(test_pass=1.0)
     Run.objects.filter(task=run.task, agent=run.agent, mode="sequential").update(test_pass=0.5)
+    statistics_changed(study_id=coded_study.pk)  # as a re-import would: the RQ4 candidates are recomputed
+    statistics_refresh(study_id=coded_study.pk)
     url = f"/annotate/studies/{coded_study.pk}/advantage/"
     assert client_for(trio[0]).get(url).status_code == 403
     body = client_for(adjudicator).get(url).content.decode()
@@ -169,3 +172,22 @@ def test_rq4_page_and_tagging(coded_study, adjudicator, trio):
     assert response.status_code == 302 and AdvantageTag.objects.get().mechanism == "verification"
     other = coded_study.runs.order_by("pk").last()
     assert client_for(adjudicator).post(f"{url}{other.pk}/", {"mechanism": "other"}).status_code == 404
+
+
+@pytest.mark.django_db
+def test_rq4_pairs_come_a_page_at_a_time(coded_study, adjudicator, monkeypatch):
+    from annotation.models import StudyStatistics
+    from annotation.views import dashboard as views
+
+    monkeypatch.setattr(views, "HELPED_PAGE_SIZE", 1)
+    runs = list(coded_study.runs.order_by("pk")[:2])
+    StudyStatistics.objects.filter(study=coded_study).update(
+        helped=[[runs[0].pk, 0, ["reason one"]], [runs[1].pk, 0, ["reason two"]]]
+    )
+    url = f"/annotate/studies/{coded_study.pk}/advantage/"
+    client = client_for(adjudicator)
+    first = client.get(url).content.decode()
+    assert "2 pairs, page 1" in first and "reason one" in first and "reason two" not in first and "?page=2" in first
+    second = client.get(url, {"page": 2}).content.decode()
+    assert "reason two" in second and "reason one" not in second and "?page=1" in second
+    assert client.get(url, {"page": "0"}).status_code == 400
