@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
@@ -15,11 +15,9 @@ from trajectories.selectors import paired_concurrent_runs
 
 from ..errors import AnnotationError
 from ..models import Annotation, Assignment, Study
-from ..stats.assignment import assign_pairs
+from ..stats.assignment import assign_pairs, queue_order
 from .coding import audit, snapshot
 from .statistics import statistics_changed
-
-QUEUE_ORDER = ("task__benchmark__name", "task__external_id", "agent__name", "pk")  # runs, as queues first list them
 
 
 @transaction.atomic
@@ -57,26 +55,45 @@ def _next_positions(*, study: Study) -> dict[int, int]:
     return defaultdict(lambda: 1, {row["annotator_id"]: row["last"] + 1 for row in last})
 
 
+def _stratum(run) -> tuple[str, str, str]:
+    """What assignment balances within: agent system × benchmark × difficulty."""
+    return (run.agent.name, run.task.benchmark.name, run.task.difficulty)
+
+
+def _pair_counts(study: Study) -> Counter:
+    """(stratum, annotator pair) → runs the study has given that pair so far."""
+    on_run: dict[int, list] = defaultdict(list)
+    rows = Assignment.objects.filter(study=study).values_list(
+        "run_id", "annotator_id", "run__agent__name", "run__task__benchmark__name", "run__task__difficulty"
+    )
+    for run_id, annotator, *stratum in rows:
+        on_run[run_id].append((annotator, tuple(stratum)))
+    return Counter((coders[0][1], tuple(sorted(a for a, _ in coders))) for coders in on_run.values())
+
+
 def study_assign(*, study: Study) -> int:
-    """Assign every unassigned run of the study to two of its three annotators. Deterministic
-    (same seed, same result) and serialised on the study's row, so concurrent calls cannot
-    assign a run twice; the database constraints make any other outcome impossible. New runs
-    join the end of each annotator's queue, in benchmark, task and agent order. Returns
-    assignments created."""
+    """Assign every unassigned run of the study to two of its three annotators, continuing the
+    balance the study already has (runs added later, even one at a time, are dealt where pair
+    counts are lowest: stats/assignment.py). Deterministic (same seed and same arrivals, same
+    result) and serialised on the study's row, so concurrent calls cannot assign a run twice; the
+    database constraints make any other outcome impossible. Each annotator's new runs join the end
+    of their queue in an order drawn from the seed. Returns assignments created."""
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).first()
         annotators = sorted(study.annotators.values_list("pk", flat=True))
         assigned = set(Assignment.objects.filter(study=study).values_list("run_id", flat=True))
         runs = [
-            (r.pk, (r.agent.name, r.task.benchmark.name))
-            for r in study.runs.select_related("agent", "task__benchmark").order_by(*QUEUE_ORDER)
+            (r.pk, _stratum(r))
+            for r in study.runs.select_related("agent", "task__benchmark").order_by("pk")
             if r.pk not in assigned
         ]
-        plan = assign_pairs(runs, annotators, seed=study.seed)
+        plan = assign_pairs(runs, annotators, seed=study.seed, already=_pair_counts(study))
         positions = _next_positions(study=study)
         rows = []
-        for run_id, _ in runs:  # queue order
-            for slot, annotator in enumerate(plan[run_id], start=1):
+        for annotator in annotators:
+            mine = [run_id for run_id, pair in plan.items() if annotator in pair]
+            for run_id in queue_order(mine, seed=study.seed, annotator=annotator, start=positions[annotator]):
+                slot = plan[run_id].index(annotator) + 1
                 rows.append(Assignment(study=study, run_id=run_id, annotator_id=annotator, slot=slot,
                                        position=positions[annotator]))  # fmt: skip
                 positions[annotator] += 1
@@ -85,6 +102,30 @@ def study_assign(*, study: Study) -> int:
             record("study.assign", f"{len(rows)} assignments made (seed {study.seed})", study_id=study.pk,
                    assignments=len(rows), seed=study.seed)  # fmt: skip
     return len(rows)
+
+
+@transaction.atomic
+def study_add_runs(*, study: Study, run_ids: list[int], actor: AbstractBaseUser | None = None) -> int:
+    """Add runs to a study after it started, and assign them (the balance continues: study_assign).
+    Only concurrent runs with a sequential twin can join (the study codes pairs); a run already in
+    the study is refused, naming it, and nothing is added. Returns the runs added."""
+    wanted = set(run_ids)
+    eligible = set(paired_concurrent_runs().filter(pk__in=wanted).values_list("pk", flat=True))
+    present = set(study.runs.filter(pk__in=wanted).values_list("pk", flat=True))
+    errors = {}
+    for run_id in sorted(wanted):
+        if run_id in present:
+            errors[f"run-{run_id}"] = f"run {run_id} is already in {study}"
+        elif run_id not in eligible:
+            errors[f"run-{run_id}"] = f"run {run_id} is not a concurrent run with a sequential twin (or does not exist)"
+    if errors:
+        raise AnnotationError("; ".join(errors.values()), errors)
+    study.runs.add(*wanted)
+    record("study.add_runs", f"{len(wanted)} runs added to {study.name!r}", actor=actor, study_id=study.pk,
+           runs=sorted(wanted))  # fmt: skip
+    study_assign(study=study)
+    statistics_changed(study_id=study.pk)  # RQ1 covers the new pairs
+    return len(wanted)
 
 
 def assignment_add(*, study: Study, run: Run, annotator: AbstractBaseUser) -> Assignment:

@@ -63,3 +63,30 @@ def test_needs_three_annotators():
 def test_pilot_sample():
     sample = pilot_sample(range(200), size=50, seed=3)
     assert len(sample) == 50 == len(set(sample)) and sample == pilot_sample(range(200), size=50, seed=3)
+
+
+def test_runs_added_one_at_a_time_continue_the_balance():
+    """Thirty runs of one stratum arriving one by one: each goes where the pair counts are lowest, so
+    the three pairs end with ten each (the old dealer restarted at the first pair every time)."""
+    already: Counter = Counter()
+    for run_id in range(30):
+        plan = assign_pairs([(run_id, "s")], [1, 2, 3], seed=3, already=already)
+        already[("s", plan[run_id])] += 1
+    assert sorted(Counter(pair for (_, pair) in already.elements()).values()) == [10, 10, 10]
+
+
+def test_a_new_stratum_keeps_the_overall_balance():
+    already = Counter({("a", (1, 2)): 2, ("a", (1, 3)): 1, ("a", (2, 3)): 1})
+    plan = assign_pairs([(10, "b"), (11, "b")], [1, 2, 3], seed=0, already=already)
+    assert (1, 2) not in plan.values()  # the pair that has most overall waits
+
+
+def test_queue_order_is_reproducible_and_differs_between_annotators():
+    from annotation.stats.assignment import queue_order
+
+    runs = list(range(20))
+    assert queue_order(runs, seed=1, annotator=7, start=1) == queue_order(
+        list(reversed(runs)), seed=1, annotator=7, start=1
+    )
+    assert queue_order(runs, seed=1, annotator=7, start=1) != queue_order(runs, seed=1, annotator=8, start=1)
+    assert sorted(queue_order(runs, seed=1, annotator=7, start=1)) == runs

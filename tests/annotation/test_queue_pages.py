@@ -12,6 +12,7 @@ from annotation.selectors import queue as queue_selectors
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import annotation_save, annotation_skip, annotation_submit
 from annotation.services.studies import annotator_replace, assignment_add, study_assign, study_create
+from annotation.stats.assignment import queue_order
 from tests.conftest import _user, client_for
 
 pytestmark = pytest.mark.django_db
@@ -23,12 +24,23 @@ def positions(study, user) -> list[int]:
     )
 
 
-def test_each_queue_is_numbered_from_one_in_benchmark_task_agent_order(study, trio):
+def test_each_queue_is_numbered_from_one_in_an_order_of_its_own_drawn_from_the_seed(study, trio):
     for user in trio:
         assert positions(study, user) == [1, 2, 3, 4]
-        runs = [a.run for a in Assignment.objects.filter(study=study, annotator=user).order_by("position")]
-        keys = [(r.task.benchmark.name, r.task.external_id, r.agent.name) for r in runs]
-        assert keys == sorted(keys)
+    orders = {
+        user.pk: [a.run_id for a in Assignment.objects.filter(study=study, annotator=user).order_by("position")]
+        for user in trio
+    }
+    for user in trio:  # each annotator's order is drawn from the seed and the annotator (stats/assignment.py)
+        assert orders[user.pk] == queue_order(orders[user.pk], seed=study.seed, annotator=user.pk, start=1)
+    # Reproducible: the same seed gives the same queues.
+    Assignment.objects.filter(study=study).delete()
+    study_assign(study=study)
+    again = {
+        user.pk: [a.run_id for a in Assignment.objects.filter(study=study, annotator=user).order_by("position")]
+        for user in trio
+    }
+    assert again == orders
 
 
 def test_runs_added_later_join_the_end_of_each_queue(study, trio):
@@ -36,12 +48,12 @@ def test_runs_added_later_join_the_end_of_each_queue(study, trio):
     not_mine = study.runs.exclude(assignments__annotator=trio[0]).first()
     Assignment.objects.filter(study=study, run=not_mine, slot=2).delete()
     assert assignment_add(study=study, run=not_mine, annotator=extra).position == 1  # a new queue starts at 1
-    # The replacement receives the leaver's unsubmitted runs after what they already have.
+    leavers = [a.run_id for a in Assignment.objects.filter(study=study, annotator=trio[0]).order_by("position")]
+    # The replacement receives the leaver's unsubmitted runs after what they already have, in the leaver's order.
     assert annotator_replace(study=study, leaving=trio[0], replacement=extra)["moved"] == 4
     assert positions(study, extra) == [1, 2, 3, 4, 5]
     moved = Assignment.objects.filter(study=study, annotator=extra, position__gt=1).order_by("position")
-    runs = [(a.run.task.benchmark.name, a.run.task.external_id, a.run.agent.name) for a in moved]
-    assert runs == sorted(runs)  # in the order the leaver had them
+    assert [a.run_id for a in moved] == leavers
 
 
 def test_assigning_twice_keeps_positions_unique_and_assigns_nothing_new(study, trio):

@@ -94,7 +94,7 @@ def test_the_flag_is_saved_by_the_form_and_left_alone_without_it(study, trio, co
 
 def test_the_annotate_page_says_where_the_run_sits_in_the_queue(study, trio):
     me = trio[0]
-    assignments = list(mine(study, me))
+    assignments = list(mine(study, me).order_by("position"))  # queue order
     position = queue_position(user=me, assignment=assignments[1])
     assert (position["place"], position["total"], position["left"], position["today"]) == (2, 4, 4, 0)
     assert (position["previous_id"], position["next_id"]) == (assignments[0].pk, assignments[2].pk)

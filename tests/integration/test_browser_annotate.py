@@ -160,7 +160,9 @@ def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, 
     page.keyboard.press("Enter")  # the checkbox change starts an autosave now
     page.keyboard.type("Build output leaked between children.")
     page.keyboard.press("Control+Enter")  # immediately, while that save is in flight
-    page.wait_for_url(lambda url: f"/annotate/{assignment_id}/" not in url)
+    # 2.5 s + 2.5 s of saves, the 4 s undo window, and (Celery eager in tests) the statistics refresh
+    # the submit queues, computed in the request: more than the default 15 s on a loaded machine.
+    page.wait_for_url(lambda url: f"/annotate/{assignment_id}/" not in url, timeout=40_000)
     annotation = Annotation.objects.get(assignment_id=assignment_id)
     assert annotation.is_submitted
     assert annotation.labels.get().rationale == "Build output leaked between children."
