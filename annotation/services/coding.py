@@ -220,13 +220,14 @@ def annotation_submit(
     if errors:
         raise AnnotationError("; ".join(errors.values()), errors)
     before = snapshot(annotation)
+    # The study's row first (as assignment changes take it), then the annotation's: one lock order.
+    statistics_changed(study_id=annotation.assignment.study_id)  # agreement counts first submissions
     _claim_version(annotation, version)
     annotation.status = Annotation.Status.SUBMITTED
     annotation.submitted_at = timezone.now()
     annotation.skip_reason = ""  # a run skipped earlier and coded now is no longer skipped
     annotation.save(update_fields=["status", "submitted_at", "skip_reason"])
     audit(annotation, actor, "submit", before=before, after=snapshot(annotation))
-    statistics_changed(study_id=annotation.assignment.study_id)  # agreement counts first submissions
     run_reconcile(study=annotation.assignment.study, run_id=annotation.assignment.run_id)
     return annotation
 

@@ -9,6 +9,7 @@ rows and stores the result with the version it saw; a result is never stored ove
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 
@@ -20,6 +21,7 @@ from django.utils import timezone
 from ..models import Study, StudyStatistics
 from ..selectors.statistics import compute_statistics
 
+logger = logging.getLogger(__name__)
 STALE_QUEUE = timedelta(minutes=10)  # a queued refresh not started by then is queued again
 
 
@@ -38,7 +40,14 @@ def statistics_request(*, study_id: int) -> bool:
     waiting = Q(statistics_queued_at__isnull=True) | Q(statistics_queued_at__lt=now - STALE_QUEUE)
     if not Study.objects.filter(waiting, pk=study_id).update(statistics_queued_at=now):
         return False
-    refresh_study_statistics.apply_async(args=[study_id], countdown=settings.PARALLAX_STATISTICS_DELAY_S)
+    try:
+        refresh_study_statistics.apply_async(args=[study_id], countdown=settings.PARALLAX_STATISTICS_DELAY_S)
+    except Exception:  # noqa: BLE001 - a broker that is down (or, run eagerly, a failed computation)
+        # must not fail the change that asked: it is committed. The figures stay marked not current,
+        # and the next change (or "Compute now") asks again.
+        logger.exception("statistics of study %s: the refresh could not be queued", study_id)
+        Study.objects.filter(pk=study_id).update(statistics_queued_at=None)
+        return False
     return True
 
 

@@ -157,3 +157,20 @@ def test_the_command_computes_them_in_the_foreground_and_names_a_missing_study(s
     )
     with pytest.raises(CommandError, match="no study 'nope'"):
         call_command("refresh_statistics", "nope")
+
+
+def test_a_refresh_that_cannot_be_queued_does_not_fail_the_change(study, trio, codebook, monkeypatch):
+    """A broker that is down (or, run eagerly, a failing computation) must not undo or fail a submission:
+    it is committed; the figures stay not current, and the next change asks again."""
+    from annotation import tasks
+    from annotation.models import Annotation
+
+    def down(*args, **kwargs):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr(tasks.refresh_study_statistics, "apply_async", down)
+    assignment = study.assignments.filter(annotator=trio[0]).first()
+    code_run(assignment, [mode_code(codebook, "lossy-handoff")])  # save + submit, then on commit: the refresh
+    assert statistics_request(study_id=study.pk) is False
+    assert Annotation.objects.get(assignment=assignment).is_submitted
+    assert Study.objects.get(pk=study.pk).statistics_queued_at is None  # asked again at the next change
