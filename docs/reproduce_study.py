@@ -275,12 +275,17 @@ def rq1(pairs: list[dict]) -> dict:
     for pair in pairs:
         by_cell[(pair["agent"], pair["benchmark"])].append(pair)
     for (agent, benchmark), group in by_cell.items():
+        # paired means: over the pairs whose two outcomes are both known
+        task = [p for p in group if p["concurrent_task_pass"] is not None and p["sequential_task_pass"] is not None]
+        test = [p for p in group if p["concurrent_test_pass"] is not None and p["sequential_test_pass"] is not None]
         cells[(agent, benchmark)] = {
             "pairs": len(group),
-            "concurrent_task_pass": mean(passes(group, "concurrent")),
-            "sequential_task_pass": mean(passes(group, "sequential")),
-            "concurrent_test_pass": mean(p["concurrent_test_pass"] for p in group),
-            "sequential_test_pass": mean(p["sequential_test_pass"] for p in group),
+            "pairs_task_known": len(task),
+            "pairs_test_known": len(test),
+            "concurrent_task_pass": mean(passes(task, "concurrent")),
+            "sequential_task_pass": mean(passes(task, "sequential")),
+            "concurrent_test_pass": mean(p["concurrent_test_pass"] for p in test),
+            "sequential_test_pass": mean(p["sequential_test_pass"] for p in test),
         }  # fmt: skip
     agents = {}
     for agent in sorted({p["agent"] for p in pairs}):

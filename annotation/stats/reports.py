@@ -110,15 +110,21 @@ def outcome_comparison(pairs: Sequence[PairOutcome]) -> dict:
     for pair in pairs:
         by_cell[(pair.agent, pair.benchmark)].append(pair)
     for (agent, benchmark), group in sorted(by_cell.items()):
+        # Paired means: over the pairs whose two outcomes are both known, so that both sides average
+        # the same tasks (a pair with one unknown outcome would otherwise count on one side only).
+        task = [p for p in group if p.concurrent_pass is not None and p.sequential_pass is not None]
+        test = [p for p in group if p.concurrent_test_pass is not None and p.sequential_test_pass is not None]
         cells.append(
             {
                 "agent": agent,
                 "benchmark": benchmark,
                 "pairs": len(group),
-                "concurrent_task_pass": _mean(float(p.concurrent_pass) for p in group if p.concurrent_pass is not None),
-                "sequential_task_pass": _mean(float(p.sequential_pass) for p in group if p.sequential_pass is not None),
-                "concurrent_test_pass": _mean(p.concurrent_test_pass for p in group),
-                "sequential_test_pass": _mean(p.sequential_test_pass for p in group),
+                "pairs_task_known": len(task),
+                "pairs_test_known": len(test),
+                "concurrent_task_pass": _mean(float(p.concurrent_pass) for p in task),
+                "sequential_task_pass": _mean(float(p.sequential_pass) for p in task),
+                "concurrent_test_pass": _mean(p.concurrent_test_pass for p in test),
+                "sequential_test_pass": _mean(p.sequential_test_pass for p in test),
             }
         )
     agents = {}

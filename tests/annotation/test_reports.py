@@ -191,3 +191,17 @@ def test_rq4_pairs_come_a_page_at_a_time(coded_study, adjudicator, monkeypatch):
     second = client.get(url, {"page": 2}).content.decode()
     assert "reason two" in second and "reason one" not in second and "?page=1" in second
     assert client.get(url, {"page": "0"}).status_code == 400
+
+
+def test_rq1_means_are_paired_over_pairs_with_both_outcomes_known():
+    """A pair whose sequential outcome is unknown counts on neither side (before, it counted on the
+    concurrent side only, so the two means averaged different tasks)."""
+    pairs = [
+        pair(True, False, 1.0, 0.5, 100, 200),
+        pair(False, True, 0.0, 1.0, 100, 200),
+        pair(True, None, 1.0, None, 100, None),  # the sequential run's outcome is unknown
+    ]
+    [cell] = outcome_comparison(pairs)["cells"]
+    assert (cell["pairs"], cell["pairs_task_known"], cell["pairs_test_known"]) == (3, 2, 2)
+    assert cell["concurrent_task_pass"] == pytest.approx(0.5) and cell["sequential_task_pass"] == pytest.approx(0.5)
+    assert cell["concurrent_test_pass"] == pytest.approx(0.5) and cell["sequential_test_pass"] == pytest.approx(0.75)
