@@ -63,6 +63,7 @@ def test_disagreement_discussion_escalation_adjudication(page, live_server, stud
     expect(stale_row).to_contain_text(f"proposed by {second.annotator.username}")
     assert stale_row.locator(".proposals a.anchor").count() == 0  # typed without anchors: none shown
     # search ranks the name before the definitions: "critical" + Enter picks Critical-Path Starvation
+    page.wait_for_load_state()  # the page's keys are bound once its scripts have run (CI, loaded, pressed "/" sooner)
     page.keyboard.press("/")
     page.keyboard.type("critical")
     assert page.locator(".ruling-mode.best").get_attribute("data-key") == "critical-path-starvation"
