@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.db.models import Exists, OuterRef
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Assignment, Discussion
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.django_db
 # study's), "admin".
 PINS: dict[tuple[str, str], int] = {
     ("annotator", "queue"): 8,
-    ("annotator", "annotate"): 14,  # the first run in coder1's queue is under discussion (+1: was it revised?)
+    ("annotator", "annotate"): 14,  # a run under discussion: +1, was the coding revised since?
     ("annotator", "discussions"): 5,
     ("annotator", "discussion"): 13,
     ("annotator", "runs"): 8,
@@ -81,7 +82,9 @@ def _grow(tmp_path, codebook, trio, adjudicator, pairs: int = 12):
 
 
 def _pages(study, coder, adjudicator) -> dict[tuple[str, str], str]:
-    mine = Assignment.objects.filter(study=study, annotator=coder).order_by("position").first()
+    # a run of coder1's that is under discussion (the annotate page then asks whether it was revised)
+    discussed = Discussion.objects.filter(study=study, run=OuterRef("run"))
+    mine = Assignment.objects.filter(Exists(discussed), study=study, annotator=coder).order_by("position").first()
     discussion = Discussion.objects.filter(study=study, run__assignments__annotator=coder).order_by("pk").first()
     escalated = Discussion.objects.get(study=study, status=Discussion.Status.ESCALATED)
     run = mine.run

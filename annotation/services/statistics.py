@@ -1,7 +1,7 @@
 """Keeping a study's statistics current without computing them on a page view.
 
-Every write that changes what they are computed from (a submitted or revised coding, a final label,
-an import of published records) calls `statistics_changed`: the study's inputs version goes up in
+Every write that changes what they are computed from (a submitted coding, a final label, published
+records imported as gold, runs added to the study) calls `statistics_changed`: the study's inputs version goes up in
 the same transaction and, once it commits, a refresh is queued for the worker — unless one is
 already waiting, so a burst of submissions costs one computation (after PARALLAX_STATISTICS_DELAY_S
 seconds, so that the burst can gather). The worker's `statistics_refresh` computes from the current
