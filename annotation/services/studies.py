@@ -80,7 +80,8 @@ def study_assign(*, study: Study) -> int:
     of their queue in an order drawn from the seed. Returns assignments created."""
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).first()
-        annotators = sorted(study.annotators.values_list("pk", flat=True))
+        usernames = dict(study.annotators.values_list("pk", "username"))
+        annotators = sorted(usernames)
         assigned = set(Assignment.objects.filter(study=study).values_list("run_id", flat=True))
         runs = [
             (r.pk, _stratum(r))
@@ -92,7 +93,8 @@ def study_assign(*, study: Study) -> int:
         rows = []
         for annotator in annotators:
             mine = [run_id for run_id, pair in plan.items() if annotator in pair]
-            for run_id in queue_order(mine, seed=study.seed, annotator=annotator, start=positions[annotator]):
+            order = queue_order(mine, seed=study.seed, annotator=usernames[annotator], start=positions[annotator])
+            for run_id in order:
                 slot = plan[run_id].index(annotator) + 1
                 rows.append(Assignment(study=study, run_id=run_id, annotator_id=annotator, slot=slot,
                                        position=positions[annotator]))  # fmt: skip

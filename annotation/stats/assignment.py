@@ -58,9 +58,10 @@ def assign_pairs(
     return result
 
 
-def queue_order(run_ids: Sequence[int], *, seed: int, annotator: int, start: int) -> list[int]:
+def queue_order(run_ids: Sequence[int], *, seed: int, annotator: str, start: int) -> list[int]:
     """The order in which an annotator's new runs join their queue (after position `start - 1`):
-    shuffled from the study's seed, the annotator and where they join, so reproducible."""
+    shuffled from the study's seed, the annotator's username and where they join, so the same study
+    gives the same queues in another database too."""
     ordered = sorted(run_ids)
     random.Random(f"queue:{seed}:{annotator}:{start}").shuffle(ordered)
     return ordered

@@ -85,8 +85,7 @@ def test_queue_order_is_reproducible_and_differs_between_annotators():
     from annotation.stats.assignment import queue_order
 
     runs = list(range(20))
-    assert queue_order(runs, seed=1, annotator=7, start=1) == queue_order(
-        list(reversed(runs)), seed=1, annotator=7, start=1
-    )
-    assert queue_order(runs, seed=1, annotator=7, start=1) != queue_order(runs, seed=1, annotator=8, start=1)
-    assert sorted(queue_order(runs, seed=1, annotator=7, start=1)) == runs
+    first = queue_order(runs, seed=1, annotator="ann1", start=1)
+    assert first == queue_order(list(reversed(runs)), seed=1, annotator="ann1", start=1)
+    assert first != queue_order(runs, seed=1, annotator="ann2", start=1)
+    assert sorted(first) == runs

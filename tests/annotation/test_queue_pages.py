@@ -32,7 +32,7 @@ def test_each_queue_is_numbered_from_one_in_an_order_of_its_own_drawn_from_the_s
         for user in trio
     }
     for user in trio:  # each annotator's order is drawn from the seed and the annotator (stats/assignment.py)
-        assert orders[user.pk] == queue_order(orders[user.pk], seed=study.seed, annotator=user.pk, start=1)
+        assert orders[user.pk] == queue_order(orders[user.pk], seed=study.seed, annotator=user.username, start=1)
     # Reproducible: the same seed gives the same queues.
     Assignment.objects.filter(study=study).delete()
     study_assign(study=study)
