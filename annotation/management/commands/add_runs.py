@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.errors import AnnotationError
-from annotation.models import Study
+from annotation.management.studies import study_from_ref
 from annotation.services.studies import study_add_runs
 from trajectories.selectors import paired_concurrent_runs
 
@@ -20,10 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--new", action="store_true", help="Every paired concurrent run not in the study yet.")
 
     def handle(self, *args, **options) -> None:
-        ref = options["study"]
-        study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else Study.objects.filter(name=ref).first()
-        if study is None:
-            raise CommandError(f"no study {ref!r}")
+        study = study_from_ref(options["study"])
         run_ids = list(options["run_ids"])
         if options["new"]:
             run_ids += paired_concurrent_runs().exclude(studies=study).values_list("pk", flat=True)

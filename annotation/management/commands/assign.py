@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from annotation.models import Assignment, Study
+from annotation.management.studies import study_from_ref
+from annotation.models import Assignment
 from annotation.services.studies import study_assign
 
 
@@ -15,10 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("study", help="Study id or name.")
 
     def handle(self, *args, **options) -> None:
-        ref = options["study"]
-        study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else Study.objects.filter(name=ref).first()
-        if study is None:
-            raise CommandError(f"no study {ref!r}")
+        study = study_from_ref(options["study"])
         created = study_assign(study=study)
         per_annotator = Counter(Assignment.objects.filter(study=study).values_list("annotator__username", flat=True))
         self.stdout.write(self.style.SUCCESS(f"{created} assignments created for {study}"))

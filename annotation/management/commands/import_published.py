@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.annotation_md import PublishedFormatError, parse_annotation_md
 from annotation.errors import AnnotationError
-from annotation.models import Study
+from annotation.management.studies import study_from_ref
 from annotation.review_json import ReviewFormatError
 from annotation.services.published import published_import, published_reviews_import
 
@@ -26,10 +26,7 @@ class Command(BaseCommand):
         who.add_argument("--as-gold", action="store_true")
 
     def handle(self, *args, **options) -> None:
-        ref = options["study"]
-        study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else Study.objects.filter(name=ref).first()
-        if study is None:
-            raise CommandError(f"no study {ref!r}")
+        study = study_from_ref(options["study"])
         annotator = None
         if options["as_annotator"]:
             annotator = get_user_model().objects.filter(username=options["as_annotator"]).first()

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from annotation.models import Study
+from annotation.management.studies import study_from_ref
 from annotation.services.statistics import statistics_refresh
 
 
@@ -16,10 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("study", help="Study id or name.")
 
     def handle(self, *args, **options) -> None:
-        ref = options["study"]
-        study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else Study.objects.filter(name=ref).first()
-        if study is None:
-            raise CommandError(f"no study {ref!r}")
+        study = study_from_ref(options["study"])
         stored = statistics_refresh(study_id=study.pk)
         self.stdout.write(
             self.style.SUCCESS(

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import random
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from annotation.models import Assignment, Discussion, Study
+from annotation.management.studies import study_from_ref
+from annotation.models import Assignment, Discussion
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import LabelInput, annotation_save, annotation_submit
 from annotation.services.review import discussion_escalate
@@ -28,10 +29,7 @@ class Command(BaseCommand):
 
     @transaction.atomic  # all or nothing; and the study's statistics are computed once, when it commits
     def handle(self, *args, **options) -> None:
-        ref = options["study"]
-        study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else Study.objects.filter(name=ref).first()
-        if study is None:
-            raise CommandError(f"no study {ref!r}")
+        study = study_from_ref(options["study"])
         rng = random.Random(options["seed"])
         # Episodes come from a stream of their own, so the modes picked stay what this seed always gave.
         episodes = random.Random(options["seed"] + 1)
