@@ -11,9 +11,9 @@ from django.db.models.functions import Coalesce
 
 from trajectories.selectors import twins
 
-from ..models import AdvantageTag, Annotation, Assignment, AuditEntry, Discussion, FinalCoding, FinalLabel, Study
+from ..models import Annotation, Assignment, AuditEntry, Discussion, FinalCoding, FinalLabel, Study
 from ..stats.agreement import Coding, Taxonomy, agreement_report, headline_bootstrap, headline_series
-from ..stats.reports import FinalInstance, PairOutcome, concurrency_helped, failure_mode_table, outcome_comparison
+from ..stats.reports import FinalInstance, PairOutcome, failure_mode_table, outcome_comparison
 
 
 def first_submissions(*, study: Study) -> list[AuditEntry]:
@@ -192,15 +192,3 @@ def pair_outcomes(*, study: Study, run_ids: list[int] | None = None) -> list[Pai
 def study_outcomes(*, study: Study) -> dict:
     """The study's RQ1: concurrent against sequential outcomes, per agent and benchmark."""
     return outcome_comparison(pair_outcomes(study=study))
-
-
-def helped_pairs(*, study: Study, run_ids: list[int] | None = None) -> list[dict]:
-    """The study's RQ4 candidates (among `run_ids`, if given): pairs where concurrency helped, with
-    their mechanism tags."""
-    tags = {t.run_id: t for t in AdvantageTag.objects.filter(study=study)}
-    rows = []
-    for pair in pair_outcomes(study=study, run_ids=run_ids):
-        reasons = concurrency_helped(pair)
-        if reasons:
-            rows.append({"pair": pair, "reasons": reasons, "tag": tags.get(pair.concurrent_run_id)})
-    return rows

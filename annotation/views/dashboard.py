@@ -20,6 +20,7 @@ from ..selectors.exports import EXPORT_KINDS, export
 from ..services.review import advantage_tag
 from ..services.statistics import statistics_request
 from ..stats import charts
+from ..stats.reports import concurrency_helped
 
 
 @require_GET
@@ -135,9 +136,7 @@ def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
 @require_POST
 def helped_pair_tag(request: HtmxHttpRequest, study_id: int, run_id: int) -> HttpResponse:
     study = lead_study(request.user, study_id)
-    if not any(
-        row["pair"].concurrent_run_id == run_id for row in dashboard.helped_pairs(study=study, run_ids=[run_id])
-    ):
+    if not any(concurrency_helped(pair) for pair in dashboard.pair_outcomes(study=study, run_ids=[run_id])):
         raise Http404("That run is not a pair where concurrency helped.")
     mechanism = request.POST.get("mechanism", "")
     if mechanism not in AdvantageTag.Mechanism.values:
