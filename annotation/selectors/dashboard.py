@@ -16,15 +16,20 @@ from ..stats.agreement import Coding, Taxonomy, agreement_report, headline_boots
 from ..stats.reports import FinalInstance, PairOutcome, failure_mode_table, outcome_comparison
 
 
+def _submits(study: Study):
+    """The study's submit entries in the order they happened: each annotation's first is its
+    *independent* coding."""
+    return AuditEntry.objects.filter(annotation__assignment__study=study, action="submit").order_by("at", "pk")
+
+
 def first_submissions(*, study: Study) -> list[AuditEntry]:
     """Each annotation's first submit entry: the *independent* coding (its `after` snapshot), as
     agreement uses it and the reproducibility bundle exports it. One query."""
     first: dict[int, AuditEntry] = {}
     entries = (
-        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
+        _submits(study)
         .select_related("annotation__assignment__annotator")
         .select_related("annotation__assignment__run__task__benchmark", "annotation__assignment__run__agent")
-        .order_by("at", "pk")
     )
     for entry in entries:
         first.setdefault(entry.annotation_id, entry)
@@ -41,12 +46,8 @@ def agreement_input(*, study: Study):
             sub = codes[code.parent_id]
             modes[code.key] = (sub.key, codes[sub.parent_id].key)
     # first_submissions' rows, as plain values (no model instances: this reads every coding of the study)
-    entries = (
-        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
-        .order_by("at", "pk")
-        .values_list(
-            "annotation_id", "annotation__assignment__run_id", "annotation__assignment__annotator__username", "after"
-        )  # fmt: skip
+    entries = _submits(study).values_list(
+        "annotation_id", "annotation__assignment__run_id", "annotation__assignment__annotator__username", "after"
     )
     first: dict[int, Coding] = {}
     for annotation_id, run_id, username, after in entries:
