@@ -26,6 +26,12 @@ class Study(models.Model):
     annotators = models.ManyToManyField(User, related_name="annotator_studies")
     adjudicator = models.ForeignKey(User, on_delete=models.PROTECT, related_name="adjudicated_studies")
     seed = models.IntegerField(default=0, help_text="Makes the assignment reproducible.")
+    coders_per_run = models.PositiveSmallIntegerField(
+        default=2, help_text="How many of the annotators code each run independently (k, 2 ≤ k ≤ annotators)."
+    )
+    closed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the study was closed: nothing more is assigned, coded or added."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     statistics_version = models.PositiveIntegerField(
@@ -38,6 +44,9 @@ class Study(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(condition=Q(coders_per_run__gte=2), name="study_two_or_more_coders_per_run"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -75,7 +84,8 @@ class StudyStatistics(models.Model):
 
 
 class Assignment(models.Model):
-    """One annotator coding one run. Slots 1 and 2 make 'at most two per run' a database rule."""
+    """One annotator coding one run. Slots 1..k (the study's coders_per_run) make 'at most k per run'
+    a database rule: unique per run, and a trigger refuses a slot above the study's k (migration 0012)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="assignments")
@@ -89,8 +99,8 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["study", "run", "slot"]
         constraints = [
-            models.CheckConstraint(condition=Q(slot__in=(1, 2)), name="assignment_slot_1_or_2"),
-            models.UniqueConstraint(fields=["study", "run", "slot"], name="assignment_two_per_run"),
+            models.CheckConstraint(condition=Q(slot__gte=1), name="assignment_slot_from_one"),
+            models.UniqueConstraint(fields=["study", "run", "slot"], name="assignment_k_per_run"),
             models.UniqueConstraint(fields=["study", "run", "annotator"], name="assignment_once_per_annotator"),
             models.UniqueConstraint(fields=["study", "annotator", "position"], name="assignment_queue_position"),
         ]
