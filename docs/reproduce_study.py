@@ -115,12 +115,12 @@ def mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def fleiss_binary(pairs: list[tuple[int, int]]) -> float | None:
-    """Fleiss' kappa, two raters per unit, categories {0, 1}."""
-    if not pairs or len({v for pair in pairs for v in pair}) < 2:
+def fleiss_binary(units: list[tuple[int, ...]]) -> float | None:
+    """Fleiss' kappa, the same number (k >= 2) of raters per unit, categories {0, 1}."""
+    if not units or len({v for unit in units for v in unit}) < 2:
         return None
-    n_units, raters = len(pairs), 2
-    counts = [(2 - x - y, x + y) for x, y in pairs]
+    n_units, raters = len(units), len(units[0])
+    counts = [(raters - sum(unit), sum(unit)) for unit in units]
     p_j = [sum(c[j] for c in counts) / (n_units * raters) for j in (0, 1)]
     p_i = [(sum(c * c for c in row) - raters) / (raters * (raters - 1)) for row in counts]
     p_bar = sum(p_i) / n_units
@@ -149,15 +149,16 @@ def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, 
             }
         pairs.append({"annotators": [a, b], "levels": levels})
     overall = {}
-    doubles = [coders for coders in codings.values() if len(coders) == 2]
+    # Fleiss: the runs with all k codings in (k = the most codings any run has)
+    k = max((len(coders) for coders in codings.values()), default=0)
+    complete = [coders for coders in codings.values() if len(coders) == k] if k >= 2 else []
     for level in LEVELS:
         rows = [p["levels"][level] for p in pairs]
         defined = [r for r in rows if r["pooled"]["kappa"] is not None]
         weight = sum(r["n_shared_items"] for r in defined)
         binary = [
-            (int(code in lift(modes, v1, level)), int(code in lift(modes, v2, level)))
-            for coders in doubles
-            for v1, v2 in [tuple(coders.values())]
+            tuple(int(code in lift(modes, value, level)) for value in coders.values())
+            for coders in complete
             for code in universe(modes, level)
         ]
         overall[level] = {

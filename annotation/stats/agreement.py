@@ -123,24 +123,33 @@ def alpha_masi(units: Sequence[Sequence[frozenset[str]]]) -> float | None:
     return 1.0 - observed / expected
 
 
-def alpha_nominal_binary(pairs: Sequence[tuple[int, int]]) -> float | None:
-    """Krippendorff's nominal α for units of two binary values each (the krippendorff package)."""
-    if len(pairs) < 1 or len({value for pair in pairs for value in pair}) < 2:
+def alpha_nominal_binary(units: Sequence[Sequence[int]]) -> float | None:
+    """Krippendorff's nominal α for units of binary values, two or more per unit (the krippendorff
+    package; a unit may have fewer coders than another: the rest are missing values)."""
+    pairable = [list(unit) for unit in units if len(unit) >= 2]
+    if not pairable or len({value for unit in pairable for value in unit}) < 2:
         return None  # no expected disagreement: α is undefined
     import krippendorff
     import numpy as np
 
-    return float(krippendorff.alpha(reliability_data=np.array(pairs, dtype=float).T, level_of_measurement="nominal"))
+    width = max(len(unit) for unit in pairable)
+    data = np.full((width, len(pairable)), np.nan)
+    for column, unit in enumerate(pairable):
+        data[: len(unit), column] = unit
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
 
 
-def fleiss_kappa_binary(pairs: Sequence[tuple[int, int]]) -> float | None:
-    """Fleiss' κ for units rated by two raters into {0, 1} (statsmodels)."""
-    if not pairs or len({value for pair in pairs for value in pair}) < 2:
+def fleiss_kappa_binary(units: Sequence[Sequence[int]]) -> float | None:
+    """Fleiss' κ for units each rated by the same number m ≥ 2 of raters into {0, 1} (statsmodels)."""
+    if not units or len({value for unit in units for value in unit}) < 2:
         return None  # every rating the same: p_e = 1, κ is undefined
+    raters = {len(unit) for unit in units}
+    if len(raters) != 1 or raters.pop() < 2:
+        raise AgreementInputError("Fleiss' κ needs the same number (≥ 2) of ratings in every unit")
     import numpy as np
     from statsmodels.stats.inter_rater import fleiss_kappa
 
-    counts = np.array([[2 - x - y, x + y] for x, y in pairs])
+    counts = np.array([[len(unit) - sum(unit), sum(unit)] for unit in units])
     return float(fleiss_kappa(counts, method="fleiss"))
 
 
@@ -183,19 +192,22 @@ def agreement_report(taxonomy: Taxonomy, codings: Sequence[Coding]) -> dict:
         {"annotators": [a, b], "levels": {level: pair_level(taxonomy, index, a, b, level) for level in LEVELS}}
         for a, b in combinations(annotators, 2)
     ]
+    # Fleiss' κ needs the same number of ratings per unit: the runs with all k codings in (k, the
+    # most codings any run has); α takes every run coded at least twice.
+    k = max((len(coders) for coders in index.values()), default=0)
+    complete = [coders for coders in index.values() if len(coders) == k] if k >= 2 else []
+    multiple = [coders for coders in index.values() if len(coders) >= 2]
     overall = {}
     for level in LEVELS:
         rows = [p["levels"][level] for p in pairs]
         defined = [r for r in rows if r["pooled"]["kappa"] is not None]
         weight = sum(r["n_shared_items"] for r in defined)
         universe = taxonomy.universe(level)
-        doubles = [coders for coders in index.values() if len(coders) == 2]
-        binary = [
-            (int(code in taxonomy.lift(v1, level)), int(code in taxonomy.lift(v2, level)))
-            for coders in doubles
-            for v1, v2 in [tuple(coders.values())]
-            for code in universe
-        ]
+
+        def binary(items, level=level, universe=universe):
+            lifted = [[taxonomy.lift(v, level) for v in coders.values()] for coders in items]
+            return [tuple(int(code in s) for s in sets) for sets in lifted for code in universe]
+
         overall[level] = {
             "mean_pairwise_pooled_kappa": _mean(r["pooled"]["kappa"] for r in defined),
             "item_weighted_mean_pairwise_pooled_kappa": (
@@ -203,8 +215,10 @@ def agreement_report(taxonomy: Taxonomy, codings: Sequence[Coding]) -> dict:
             ),
             "mean_pairwise_macro_kappa": _mean(r["macro"]["kappa"] for r in rows if r["n_shared_items"]),
             "n_pairs_defined": len(defined),
-            "fleiss_kappa_pooled": fleiss_kappa_binary(binary),
-            "alpha_nominal_pooled_binary": alpha_nominal_binary(binary),
+            "fleiss_kappa_pooled": fleiss_kappa_binary(binary(complete)),
+            "fleiss_raters_per_run": k if complete else None,
+            "fleiss_n_runs": len(complete),
+            "alpha_nominal_pooled_binary": alpha_nominal_binary(binary(multiple)),
             "alpha_masi_all_annotators": alpha_masi(
                 [[taxonomy.lift(v, level) for v in coders.values()] for coders in index.values()]
             ),

@@ -142,6 +142,46 @@ def test_binary_alpha_and_fleiss_undefined_cases():
     assert alpha_nominal_binary([(0, 0), (0, 0)]) is None
     assert fleiss_kappa_binary([(1, 1)]) is None
     assert fleiss_kappa_binary([]) is None
+    with pytest.raises(AgreementInputError, match="same number"):
+        fleiss_kappa_binary([(1, 0), (1, 0, 1)])
+
+
+def test_three_coders_per_run_against_the_libraries():
+    """k = 3 of 4 annotators per run: every pair gets its κ, Fleiss' κ takes the runs with all three
+    codings (a run with two so far is left out of it), α takes every run coded twice or more."""
+    import krippendorff
+    import numpy as np
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    codings = [
+        c("i1", "A", "m1"), c("i1", "B", "m1"), c("i1", "C", "m1", "m2"),
+        c("i2", "B", "m2"), c("i2", "C"), c("i2", "D", "m2"),
+        c("i3", "A"), c("i3", "C", "m2"), c("i3", "D"),
+        c("i4", "A", "m1", "m2"), c("i4", "B", "m1"), c("i4", "D", "m2"),
+        c("i5", "A", "m1"), c("i5", "B"),  # in progress: two of three codings so far
+    ]  # fmt: skip
+    report = agreement_report(TAX, codings)
+    assert [p["annotators"] for p in report["pairs"]] == [
+        ["A", "B"], ["A", "C"], ["A", "D"], ["B", "C"], ["B", "D"], ["C", "D"]
+    ]  # fmt: skip
+    overall = report["overall"]["mode"]
+    # run × code units, the three ratings of i1..i4 (m1, then m2)
+    units = [(1, 1, 1), (0, 0, 1), (0, 0, 0), (1, 0, 1), (0, 0, 0), (0, 1, 0), (1, 1, 0), (1, 0, 1)]
+    counts = np.array([[3 - sum(u), sum(u)] for u in units])
+    assert overall["fleiss_kappa_pooled"] == pytest.approx(fleiss_kappa(counts, method="fleiss"))
+    assert overall["fleiss_raters_per_run"] == 3
+    assert overall["fleiss_n_runs"] == 4
+    with_i5 = np.full((3, len(units) + 2), np.nan)
+    with_i5[:, : len(units)] = np.array(units).T
+    with_i5[:2, len(units) :] = [[1, 0], [0, 0]]  # i5: m1 by A and not B; m2 by neither
+    expected = krippendorff.alpha(reliability_data=with_i5, level_of_measurement="nominal")
+    assert overall["alpha_nominal_pooled_binary"] == pytest.approx(expected)
+    # the A–B pair: i1, i4, i5 shared -> decisions (m1, m2): i1 (1,1)(0,0), i4 (1,1)(1,0), i5 (1,0)(0,0)
+    from sklearn.metrics import cohen_kappa_score
+
+    ab = report["pairs"][0]["levels"]["mode"]
+    assert ab["n_shared_items"] == 3
+    assert ab["pooled"]["kappa"] == pytest.approx(cohen_kappa_score([1, 0, 1, 1, 1, 0], [1, 0, 1, 0, 0, 0]))
 
 
 def test_input_errors():
@@ -192,6 +232,8 @@ def test_command_on_a_file(tmp_path):
         "mean_pairwise_macro_kappa",
         "n_pairs_defined",
         "fleiss_kappa_pooled",
+        "fleiss_raters_per_run",
+        "fleiss_n_runs",
         "alpha_nominal_pooled_binary",
         "alpha_masi_all_annotators",
     }
