@@ -325,7 +325,7 @@ class OpenCode(models.Model):
 
 
 class Discussion(models.Model):
-    """Opened when the two submitted codings of a run disagree on the mode set."""
+    """Opened when the k submitted codings of a run disagree on the mode set (or one is flagged)."""
 
     class Status(models.TextChoices):
         OPEN = "open"
@@ -336,7 +336,9 @@ class Discussion(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="discussions")
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="discussions")
     status = models.CharField(max_length=11, choices=Status.choices, default=Status.OPEN)
-    agreement = models.FloatField(help_text="1 − MASI distance between the two first submissions (mode level).")
+    agreement = models.FloatField(
+        help_text="Mean over the coder pairs of 1 − MASI distance between the first submissions (mode level)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
     escalated_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

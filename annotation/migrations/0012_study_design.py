@@ -9,7 +9,8 @@ PG_SLOT_WITHIN_K = """
 CREATE OR REPLACE FUNCTION parallax_slot_within_k() RETURNS trigger AS $$
 BEGIN
     IF NEW.slot > (SELECT coders_per_run FROM annotation_study WHERE id = NEW.study_id) THEN
-        RAISE EXCEPTION 'assignment slot % is above the coders per run of study %', NEW.slot, NEW.study_id;
+        RAISE EXCEPTION 'assignment slot % is above the coders per run of study %', NEW.slot, NEW.study_id
+            USING ERRCODE = 'check_violation';
     END IF;
     RETURN NEW;
 END;
@@ -81,6 +82,13 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name='study',
             constraint=models.CheckConstraint(condition=models.Q(('coders_per_run__gte', 2)), name='study_two_or_more_coders_per_run'),
+        ),
+        migrations.AlterField(
+            model_name="discussion",
+            name="agreement",
+            field=models.FloatField(
+                help_text="Mean over the coder pairs of 1 − MASI distance between the first submissions (mode level)."
+            ),
         ),
         migrations.RunPython(slot_within_k, drop_slot_within_k),
     ]

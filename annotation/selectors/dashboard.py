@@ -80,8 +80,8 @@ def progress(*, study: Study) -> dict:
 
 
 def strata(*, study: Study) -> list[dict]:
-    """Per agent × benchmark stratum: runs, runs coded by both annotators, runs with final labels
-    (a statistic: computed by the worker with the others)."""
+    """Per agent × benchmark stratum: runs, runs with all k codings submitted, runs with final
+    labels (a statistic: computed by the worker with the others)."""
     submitted = (
         Annotation.objects.filter(assignment__study=study, assignment__run=OuterRef("pk"), status="submitted")
         .order_by()
@@ -97,7 +97,7 @@ def strata(*, study: Study) -> list[dict]:
         .values("agent__name", "task__benchmark__name")
         .annotate(
             runs=Count("pk"),
-            coded_twice=Count("pk", filter=Q(submitted__gte=2)),
+            coded_by_all=Count("pk", filter=Q(submitted__gte=study.coders_per_run)),
             final=Count("pk", filter=Q(is_final=True)),
         )
         .order_by("agent__name", "task__benchmark__name")
@@ -118,7 +118,7 @@ def agreement(*, study: Study, resamples: int = 1000, inputs=None) -> dict:
 
 
 def kappa_over_time(*, study: Study, points: int = 10, inputs=None) -> list[dict]:
-    """Headline κ over the runs completed so far (both first submissions in), at even steps."""
+    """Headline κ over the runs completed so far (all k first submissions in), at even steps."""
     taxonomy, codings = inputs or agreement_input(study=study)
     done_at: dict[str, list] = defaultdict(list)
     for entry in (
@@ -127,7 +127,8 @@ def kappa_over_time(*, study: Study, points: int = 10, inputs=None) -> list[dict
         .order_by("at")
     ):
         done_at[str(entry["annotation__assignment__run_id"])].append(entry["at"])
-    completed = sorted((times[1], item) for item, times in done_at.items() if len(times) >= 2)
+    k = study.coders_per_run
+    completed = sorted((times[k - 1], item) for item, times in done_at.items() if len(times) >= k)
     if not completed:
         return []
     steps = sorted({max(1, round(len(completed) * k / points)) for k in range(1, points + 1)})

@@ -81,6 +81,8 @@ def _claim_version(annotation: Annotation, version: int, *, revising: bool = Fal
     run's discussion."""
     if annotation.is_submitted and not revising:
         raise LockedError("this annotation is submitted and locked")
+    if annotation.assignment.study.closed_at is not None:
+        raise LockedError(f"{annotation.assignment.study} is closed: its codings no longer change")
     status = Annotation.Status.SUBMITTED if revising else Annotation.Status.DRAFT
     now = timezone.now()
     updated = Annotation.objects.filter(pk=annotation.pk, version=version, status=status).update(
@@ -240,6 +242,8 @@ def annotation_skip(*, annotation: Annotation, actor: AbstractBaseUser, reason: 
         raise LockedError("this run is submitted: there is nothing to skip")
     if not reason.strip():
         raise AnnotationError("say why you skip this run", {"skip_reason": "empty"})
+    if annotation.assignment.study.closed_at is not None:
+        raise LockedError(f"{annotation.assignment.study} is closed: its codings no longer change")
     _ensure_stored(annotation)
     before = snapshot(annotation)
     # Only a draft is skipped: a submit from another tab meanwhile wins, and the skip is refused.

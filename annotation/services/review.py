@@ -1,4 +1,4 @@
-"""Writes that review the two codings of a run: reconcile (agree → final labels, disagree → a
+"""Writes that review the k codings of a run (the study's coders per run): reconcile (agree → final labels, disagree → a
 discussion), the discussion (comments, consensus, escalation) and the senior adjudicator's ruling.
 
 The flow: coding.annotation_submit → run_reconcile → (FinalCoding | Discussion) →
@@ -36,7 +36,7 @@ def episode_counts(annotation: Annotation) -> Counter[str]:
 def final_from_annotations(
     *, study: Study, run_id: int, annotations: list[Annotation], provenance: str, actor=None
 ) -> FinalCoding:
-    """Final labels = the (identical) mode set, each instance with both annotators' rationales and
+    """Final labels = the (identical) mode set, each instance with every annotator's rationale and
     evidence (merged_labels)."""
     final = FinalCoding.objects.create(
         study=study,
@@ -94,9 +94,9 @@ def merged_labels(annotations: list[Annotation]) -> dict[tuple[int, int], dict]:
 
 @transaction.atomic
 def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | None:
-    """Idempotent: does nothing until both codings are in, or once the run is reconciled."""
+    """Idempotent: does nothing until all k codings are in, or once the run is reconciled."""
     annotations = run_annotations(study=study, run_id=run_id)
-    if len(annotations) != 2 or not all(a.is_submitted for a in annotations):
+    if len(annotations) < study.coders_per_run or not all(a.is_submitted for a in annotations):
         return None
     existing = FinalCoding.objects.filter(study=study, run_id=run_id).first()
     if existing:
@@ -104,22 +104,29 @@ def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | No
     discussion = Discussion.objects.filter(study=study, run_id=run_id).first()
     if discussion:
         return discussion
-    first, second = (mode_keys(a) for a in annotations)
+    sets = [mode_keys(a) for a in annotations]
+    first = sets[0]
+    agree = all(s == first for s in sets)
     flags = [a for a in annotations if a.flagged]
-    if first == second and not flags:
+    if agree and not flags:
         final = final_from_annotations(
             study=study, run_id=run_id, annotations=annotations, provenance=FinalCoding.Provenance.AGREED
         )
-        said = f"both codings agree: {_codes(first)}"
+        said = f"{'both' if len(sets) == 2 else f'all {len(sets)}'} codings agree: {_codes(first)}"
         counts = [episode_counts(a) for a in annotations]
-        if counts[0] != counts[1]:
+        differ = [key for key in sorted(first) if len({c[key] for c in counts}) > 1]
+        if differ:
             # Agreement is on the modes; how many episodes each saw is kept (the final has the most).
-            differ = [key for key in sorted(first) if counts[0][key] != counts[1][key]]
-            said += "; episodes differ: " + ", ".join(f"{key} {counts[0][key]} / {counts[1][key]}" for key in differ)
+            said += "; episodes differ: " + ", ".join(
+                f"{key} {' / '.join(str(c[key]) for c in counts)}" for key in differ
+            )
         record("final.agreed", said, study_id=study.pk, run_id=run_id, modes=sorted(first))
         return final
-    discussion = Discussion.objects.create(study=study, run_id=run_id, agreement=1.0 - masi_distance(first, second))
-    why = f"the codings differ ({_codes(first)} / {_codes(second)})" if first != second else "the codings agree"
+    # Agreement: the mean over the run's coder pairs of 1 − MASI distance (one pair for k = 2).
+    pairs = [(a, b) for i, a in enumerate(sets) for b in sets[i + 1 :]]
+    agreement = sum(1.0 - masi_distance(a, b) for a, b in pairs) / len(pairs)
+    discussion = Discussion.objects.create(study=study, run_id=run_id, agreement=agreement)
+    why = f"the codings differ ({' / '.join(_codes(s) for s in sets)})" if not agree else "the codings agree"
     for flagged in flags:  # a flag asks for a discussion whatever the codings say; its note opens it
         note = f": {flagged.flag_note}" if flagged.flag_note else ""
         why += f"; flagged by {flagged.assignment.annotator.get_username()}{note}"
@@ -144,7 +151,7 @@ def discussion_require_open(discussion: Discussion) -> None:
 
 def discussion_comment(*, discussion: Discussion, author: AbstractBaseUser, text: str) -> Comment:
     if author.pk not in participants(discussion) and author.pk != discussion.study.adjudicator_id:
-        raise AnnotationError("only the two annotators and the adjudicator take part in a discussion")
+        raise AnnotationError("only the run's annotators and the adjudicator take part in a discussion")
     if not text.strip():
         raise AnnotationError("the comment is empty", {"text": "empty"})
     return Comment.objects.create(discussion=discussion, author=author, text=text.strip())
@@ -154,11 +161,11 @@ def discussion_comment(*, discussion: Discussion, author: AbstractBaseUser, text
 def discussion_consensus(*, discussion: Discussion, actor: AbstractBaseUser) -> FinalCoding:
     discussion_require_open(discussion)
     if actor.pk not in participants(discussion):
-        raise AnnotationError("only the two annotators can resolve by consensus")
+        raise AnnotationError("only the run's annotators can resolve by consensus")
     annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
     sets = [mode_keys(a) for a in annotations]
-    if len(sets) != 2 or sets[0] != sets[1]:
-        raise AnnotationError("the two codings still differ: revise them until they match, or escalate")
+    if len(sets) < discussion.study.coders_per_run or any(s != sets[0] for s in sets):
+        raise AnnotationError("the codings still differ: revise them until they match, or escalate")
     final = final_from_annotations(
         study=discussion.study,
         run_id=discussion.run_id,
@@ -177,7 +184,7 @@ def discussion_consensus(*, discussion: Discussion, actor: AbstractBaseUser) -> 
 def discussion_escalate(*, discussion: Discussion, actor: AbstractBaseUser) -> Discussion:
     discussion_require_open(discussion)
     if actor.pk not in participants(discussion):
-        raise AnnotationError("only the two annotators can escalate")
+        raise AnnotationError("only the run's annotators can escalate")
     discussion.status = Discussion.Status.ESCALATED
     discussion.escalated_at = timezone.now()
     discussion.escalated_by = actor

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Count, Max
+from django.utils import timezone
 
 from activity.services import record
 from taxonomy.models import Codebook
@@ -15,9 +17,26 @@ from trajectories.selectors import paired_concurrent_runs
 
 from ..errors import AnnotationError
 from ..models import Annotation, Assignment, Study
-from ..stats.assignment import assign_pairs, queue_order
+from ..stats.assignment import assign_groups, balance, queue_order
 from .coding import audit, snapshot
 from .statistics import statistics_changed
+
+User = get_user_model()
+
+
+def _check_design(*, annotators: list, adjudicator, coders_per_run: int) -> None:
+    errors = {}
+    count = len({a.pk for a in annotators})
+    if count != len(annotators):
+        errors["annotators"] = "an annotator is listed twice"
+    elif count < 2:
+        errors["annotators"] = f"a study needs at least two annotators ({count} given)"
+    elif not 2 <= coders_per_run <= count:
+        errors["coders_per_run"] = f"coders per run must be between 2 and the {count} annotators, not {coders_per_run}"
+    if adjudicator is not None and adjudicator.pk in {a.pk for a in annotators}:
+        errors["adjudicator"] = f"the adjudicator ({adjudicator.get_username()}) cannot also be an annotator"
+    if errors:
+        raise AnnotationError("; ".join(errors.values()), errors)
 
 
 @transaction.atomic
@@ -29,24 +48,100 @@ def study_create(
     adjudicator: AbstractBaseUser,
     run_ids: list[int] | None = None,
     seed: int = 0,
+    coders_per_run: int = 2,
     user: AbstractBaseUser | None = None,
 ) -> Study:
+    """A study of N ≥ 2 annotators, k of them per run (2 ≤ k ≤ N), on a frozen codebook, over the
+    given runs (default: every concurrent run with a sequential twin). Assigning is a separate step
+    (study_assign)."""
+    name = name.strip()
+    if not name:
+        raise AnnotationError("a study needs a name", {"name": "empty"})
     if not codebook.is_frozen:
         raise AnnotationError(f"{codebook} is a draft: freeze it before a study pins it", {"codebook": "not frozen"})
-    if len({a.pk for a in annotators}) != 3:
-        raise AnnotationError("a study needs exactly three distinct annotators", {"annotators": "need three"})
-    if adjudicator.pk in {a.pk for a in annotators}:
-        raise AnnotationError("the adjudicator cannot also be an annotator", {"adjudicator": "is an annotator"})
+    _check_design(annotators=annotators, adjudicator=adjudicator, coders_per_run=coders_per_run)
     if Study.objects.filter(name=name).exists():
         raise AnnotationError(f"a study named {name!r} exists", {"name": "taken"})
-    study = Study.objects.create(name=name, codebook=codebook, adjudicator=adjudicator, seed=seed, created_by=user)
+    if run_ids is not None:
+        _check_runs(study=None, run_ids=run_ids)
+    study = Study.objects.create(name=name, codebook=codebook, adjudicator=adjudicator, seed=seed,
+                                 coders_per_run=coders_per_run, created_by=user)  # fmt: skip
     study.annotators.set(annotators)
     study.runs.set(run_ids if run_ids is not None else list(paired_concurrent_runs().values_list("pk", flat=True)))
     record("study.create", f"study {name!r} created on {codebook}", actor=user, study_id=study.pk,
            codebook_id=codebook.pk, seed=seed, runs=study.runs.count(), adjudicator=adjudicator.get_username(),
-           annotators=sorted(a.get_username() for a in annotators))  # fmt: skip
+           annotators=sorted(a.get_username() for a in annotators), coders_per_run=coders_per_run)  # fmt: skip
     statistics_changed(study_id=study.pk)  # RQ1 has its figures before anything is coded
     return study
+
+
+@transaction.atomic
+def study_update(
+    *,
+    study: Study,
+    actor: AbstractBaseUser | None,
+    name: str | None = None,
+    adjudicator: AbstractBaseUser | None = None,
+    seed: int | None = None,
+    coders_per_run: int | None = None,
+) -> Study:
+    """Edit a study. Its name and adjudicator can change at any time; its seed and coders per run
+    only while nothing is assigned (they decide the assignment)."""
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    errors, changes = {}, {}
+    if name is not None and name.strip() != study.name:
+        name = name.strip()
+        if not name:
+            errors["name"] = "a study needs a name"
+        elif Study.objects.filter(name=name).exclude(pk=study.pk).exists():
+            errors["name"] = f"a study named {name!r} exists"
+        else:
+            changes["name"] = name
+    assigned = Assignment.objects.filter(study=study).exists()
+    for field, value in (("seed", seed), ("coders_per_run", coders_per_run)):
+        if value is not None and value != getattr(study, field):
+            if assigned:
+                errors[field] = f"the {field.replace('_', ' ')} decides the assignment: it cannot change once runs are assigned"
+            else:
+                changes[field] = value
+    annotators = list(study.annotators.all())
+    if adjudicator is not None and adjudicator.pk != study.adjudicator_id:
+        changes["adjudicator"] = adjudicator
+    try:
+        _check_design(annotators=annotators, adjudicator=changes.get("adjudicator"),
+                      coders_per_run=changes.get("coders_per_run", study.coders_per_run))  # fmt: skip
+    except AnnotationError as exc:
+        errors.update(exc.errors)
+    if errors:
+        raise AnnotationError("; ".join(errors.values()), errors)
+    if not changes:
+        return study
+    before = {field: str(getattr(study, field)) for field in changes}
+    for field, value in changes.items():
+        setattr(study, field, value)
+    study.save(update_fields=list(changes))
+    record("study.update", f"{study.name!r} edited: {', '.join(sorted(changes))}", actor=actor, study_id=study.pk,
+           before=before, after={field: str(value) for field, value in changes.items()})  # fmt: skip
+    return study
+
+
+@transaction.atomic
+def study_close(*, study: Study, actor: AbstractBaseUser | None, reopen: bool = False) -> Study:
+    """Close a study (no more coding, runs or assignments; its adjudicator can still rule on open
+    cases), or reopen it."""
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    if reopen == (study.closed_at is None):
+        raise AnnotationError(f"{study.name!r} is already {'open' if reopen else 'closed'}")
+    study.closed_at = None if reopen else timezone.now()
+    study.save(update_fields=["closed_at"])
+    record("study.reopen" if reopen else "study.close", f"{study.name!r} {'reopened' if reopen else 'closed'}",
+           actor=actor, study_id=study.pk)  # fmt: skip
+    return study
+
+
+def _require_open(study: Study) -> None:
+    if study.closed_at is not None:
+        raise AnnotationError(f"{study.name!r} is closed: reopen it first", {"study": "closed"})
 
 
 def _next_positions(*, study: Study) -> dict[int, int]:
@@ -60,60 +155,81 @@ def _stratum(run) -> tuple[str, str, str]:
     return (run.agent.name, run.task.benchmark.name, run.task.difficulty)
 
 
-def _pair_counts(study: Study) -> Counter:
-    """(stratum, annotator pair) → runs the study has given that pair so far."""
-    on_run: dict[int, list] = defaultdict(list)
+def _coders_by_run(study: Study, *, exclude_runs: set[int] = frozenset()) -> dict[int, tuple[tuple, list[int]]]:
+    """run id → (stratum, its coders) for the study's assignments."""
+    on_run: dict[int, tuple[tuple, list[int]]] = {}
     rows = Assignment.objects.filter(study=study).values_list(
         "run_id", "annotator_id", "run__agent__name", "run__task__benchmark__name", "run__task__difficulty"
     )
     for run_id, annotator, *stratum in rows:
-        on_run[run_id].append((annotator, tuple(stratum)))
-    return Counter((coders[0][1], tuple(sorted(a for a, _ in coders))) for coders in on_run.values())
+        if run_id not in exclude_runs:
+            on_run.setdefault(run_id, (tuple(stratum), []))[1].append(annotator)
+    return on_run
+
+
+def _group_counts(on_run: dict[int, tuple[tuple, list[int]]]) -> Counter:
+    """(stratum, coder group) → runs the study has given that group so far."""
+    return Counter((stratum, tuple(sorted(coders))) for stratum, coders in on_run.values())
+
+
+def _deal(study: Study, runs: list[tuple[int, tuple]], *, already: Counter) -> list[Assignment]:
+    """Assignments (unsaved) for `runs` (run id, stratum), each to k annotators, continuing the
+    balance in `already`; each annotator's new runs join the end of their queue in seeded order."""
+    usernames = dict(study.annotators.values_list("pk", "username"))
+    annotators = sorted(usernames)
+    plan = assign_groups(runs, annotators, k=study.coders_per_run, seed=study.seed, already=already)
+    positions = _next_positions(study=study)
+    rows = []
+    for annotator in annotators:
+        mine = [run_id for run_id, group in plan.items() if annotator in group]
+        for run_id in queue_order(mine, seed=study.seed, annotator=usernames[annotator], start=positions[annotator]):
+            rows.append(Assignment(study=study, run_id=run_id, annotator_id=annotator,
+                                   slot=plan[run_id].index(annotator) + 1, position=positions[annotator]))  # fmt: skip
+            positions[annotator] += 1
+    return rows
 
 
 def study_assign(*, study: Study) -> int:
-    """Assign every unassigned run of the study to two of its three annotators, continuing the
-    balance the study already has (runs added later, even one at a time, are dealt where pair
-    counts are lowest: stats/assignment.py). Deterministic (same seed and same arrivals, same
-    result) and serialised on the study's row, so concurrent calls cannot assign a run twice; the
-    database constraints make any other outcome impossible. Each annotator's new runs join the end
-    of their queue in an order drawn from the seed. Returns assignments created."""
+    """Assign every unassigned run of the study to k of its N annotators, continuing the balance
+    the study already has (runs added later, even one at a time, are dealt where group counts are
+    lowest: stats/assignment.py). Deterministic (same seed and same arrivals, same result) and
+    serialised on the study's row, so concurrent calls cannot assign a run twice; the database
+    constraints make any other outcome impossible. Each annotator's new runs join the end of their
+    queue in an order drawn from the seed. Returns assignments created."""
     with transaction.atomic():
-        Study.objects.select_for_update().filter(pk=study.pk).first()
-        usernames = dict(study.annotators.values_list("pk", "username"))
-        annotators = sorted(usernames)
+        study = Study.objects.select_for_update().get(pk=study.pk)
+        _require_open(study)
         assigned = set(Assignment.objects.filter(study=study).values_list("run_id", flat=True))
         runs = [
             (r.pk, _stratum(r))
             for r in study.runs.select_related("agent", "task__benchmark").order_by("pk")
             if r.pk not in assigned
         ]
-        plan = assign_pairs(runs, annotators, seed=study.seed, already=_pair_counts(study))
-        positions = _next_positions(study=study)
-        rows = []
-        for annotator in annotators:
-            mine = [run_id for run_id, pair in plan.items() if annotator in pair]
-            order = queue_order(mine, seed=study.seed, annotator=usernames[annotator], start=positions[annotator])
-            for run_id in order:
-                slot = plan[run_id].index(annotator) + 1
-                rows.append(Assignment(study=study, run_id=run_id, annotator_id=annotator, slot=slot,
-                                       position=positions[annotator]))  # fmt: skip
-                positions[annotator] += 1
+        rows = _deal(study, runs, already=_group_counts(_coders_by_run(study)))
         Assignment.objects.bulk_create(rows, batch_size=1000)
         if rows:
             record("study.assign", f"{len(rows)} assignments made (seed {study.seed})", study_id=study.pk,
-                   assignments=len(rows), seed=study.seed)  # fmt: skip
+                   assignments=len(rows), seed=study.seed, coders_per_run=study.coders_per_run)  # fmt: skip
     return len(rows)
 
 
-@transaction.atomic
-def study_add_runs(*, study: Study, run_ids: list[int], actor: AbstractBaseUser | None = None) -> int:
-    """Add runs to a study after it started, and assign them (the balance continues: study_assign).
-    Only concurrent runs with a sequential twin can join (the study codes pairs); a run already in
-    the study is refused, naming it, and nothing is added. Returns the runs added."""
+def study_balance(*, study: Study) -> dict:
+    """How even the study's assignment is (stats/assignment.py balance), over its current
+    annotators."""
+    on_run = _coders_by_run(study)
+    return balance(
+        {run_id: coders for run_id, (_, coders) in on_run.items()},
+        {run_id: stratum for run_id, (stratum, _) in on_run.items()},
+        annotators=list(study.annotators.values_list("pk", flat=True)),
+    )
+
+
+def _check_runs(*, study: Study | None, run_ids: list[int]) -> set[int]:
+    """Only concurrent runs with a sequential twin can be in a study (it codes pairs); a run already
+    in the study is refused. Every refusal names its run; nothing is added."""
     wanted = set(run_ids)
     eligible = set(paired_concurrent_runs().filter(pk__in=wanted).values_list("pk", flat=True))
-    present = set(study.runs.filter(pk__in=wanted).values_list("pk", flat=True))
+    present = set(study.runs.filter(pk__in=wanted).values_list("pk", flat=True)) if study else set()
     errors = {}
     for run_id in sorted(wanted):
         if run_id in present:
@@ -122,6 +238,17 @@ def study_add_runs(*, study: Study, run_ids: list[int], actor: AbstractBaseUser 
             errors[f"run-{run_id}"] = f"run {run_id} is not a concurrent run with a sequential twin (or does not exist)"
     if errors:
         raise AnnotationError("; ".join(errors.values()), errors)
+    return wanted
+
+
+@transaction.atomic
+def study_add_runs(*, study: Study, run_ids: list[int], actor: AbstractBaseUser | None = None) -> int:
+    """Add runs to a study after it started, and assign them (the balance continues: study_assign).
+    Returns the runs added."""
+    _require_open(study)
+    wanted = _check_runs(study=study, run_ids=run_ids)
+    if not wanted:
+        raise AnnotationError("no runs to add", {"runs": "empty"})
     study.runs.add(*wanted)
     record("study.add_runs", f"{len(wanted)} runs added to {study.name!r}", actor=actor, study_id=study.pk,
            runs=sorted(wanted))  # fmt: skip
@@ -132,14 +259,15 @@ def study_add_runs(*, study: Study, run_ids: list[int], actor: AbstractBaseUser 
 
 def assignment_add(*, study: Study, run: Run, annotator: AbstractBaseUser) -> Assignment:
     """Give one more annotator a run, at the end of their queue: refused if the run already has
-    two (also under races)."""
+    the study's k coders (also under races)."""
     try:
         with transaction.atomic():
-            Study.objects.select_for_update().filter(pk=study.pk).first()
+            study = Study.objects.select_for_update().get(pk=study.pk)
+            _require_open(study)
             taken = set(Assignment.objects.filter(study=study, run=run).values_list("slot", flat=True))
-            free = [slot for slot in (1, 2) if slot not in taken]
+            free = [slot for slot in range(1, study.coders_per_run + 1) if slot not in taken]
             if not free:
-                raise AnnotationError(f"run {run.pk} already has two annotators in {study}")
+                raise AnnotationError(f"run {run.pk} already has its {study.coders_per_run} annotators in {study}")
             position = _next_positions(study=study)[annotator.pk]
             assignment = Assignment.objects.create(study=study, run=run, annotator=annotator, slot=free[0],
                                                    position=position)  # fmt: skip
@@ -150,6 +278,75 @@ def assignment_add(*, study: Study, run: Run, annotator: AbstractBaseUser) -> As
         raise AnnotationError(f"run {run.pk}: that annotator or slot was taken meanwhile ({exc})") from exc
 
 
+def _uncoded_runs(study: Study) -> set[int]:
+    """Runs of the study that nobody has started: none of their assignments has a stored coding (a
+    draft is stored at its first save)."""
+    started = set(
+        Annotation.objects.filter(assignment__study=study).values_list("assignment__run_id", flat=True).distinct()
+    )
+    assigned = set(Assignment.objects.filter(study=study).values_list("run_id", flat=True))
+    return assigned - started
+
+
+@transaction.atomic
+def study_add_annotator(*, study: Study, annotator: AbstractBaseUser, actor: AbstractBaseUser | None) -> dict:
+    """A new annotator joins mid-study: the runs nobody has started are dealt again over the
+    annotators now in the study (continuing from the groups of the started runs, so the newcomer
+    takes the larger share of what is left); started and submitted work stays where it is. Every
+    assignment that changes hands is in the activity log. Returns counts."""
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    _require_open(study)
+    if study.annotators.filter(pk=annotator.pk).exists():
+        raise AnnotationError(f"{annotator.get_username()} is already an annotator of {study}", {"annotator": "in"})
+    if annotator.pk == study.adjudicator_id:
+        raise AnnotationError(f"{annotator.get_username()} adjudicates {study}", {"annotator": "is the adjudicator"})
+    study.annotators.add(annotator)
+    record("study.add_annotator", f"{annotator.get_username()} joined {study.name!r}", actor=actor,
+           study_id=study.pk, annotator=annotator.get_username())  # fmt: skip
+    return _rebalance(study, actor=actor)
+
+
+def _rebalance(study: Study, *, actor: AbstractBaseUser | None) -> dict:
+    """Deal the study's unstarted runs again over its current annotators. A run keeps the coders
+    the new deal keeps (and their queue places); the others' assignments are removed and the new
+    coders get the run at the end of their queue."""
+    uncoded = _uncoded_runs(study)
+    coded = _coders_by_run(study, exclude_runs=uncoded)
+    current = _coders_by_run(study)
+    runs = sorted((run_id, current[run_id][0]) for run_id in uncoded)
+    usernames = dict(User.objects.filter(assignments__study=study).values_list("pk", "username").distinct())
+    plan = assign_groups(runs, sorted(study.annotators.values_list("pk", flat=True)), k=study.coders_per_run,
+                         seed=study.seed, already=_group_counts(coded))  # fmt: skip
+    leaving: list[tuple[int, int]] = []  # (run, annotator) assignments to remove
+    joining: dict[int, list[int]] = defaultdict(list)  # annotator → runs to add
+    for run_id, group in plan.items():
+        before = set(current[run_id][1])
+        leaving += [(run_id, a) for a in sorted(before - set(group))]
+        for annotator in sorted(set(group) - before):
+            joining[annotator].append(run_id)
+    for run_id, annotator in leaving:
+        Assignment.objects.filter(study=study, run_id=run_id, annotator_id=annotator).delete()
+    usernames.update(dict(study.annotators.values_list("pk", "username")))
+    positions = _next_positions(study=study)
+    rows = []
+    for annotator, run_ids in sorted(joining.items()):
+        for run_id in queue_order(run_ids, seed=study.seed, annotator=usernames[annotator], start=positions[annotator]):
+            taken = set(Assignment.objects.filter(study=study, run_id=run_id).values_list("slot", flat=True))
+            taken |= {row.slot for row in rows if row.run_id == run_id}
+            slot = min(set(range(1, study.coders_per_run + 1)) - taken)
+            rows.append(Assignment(study=study, run_id=run_id, annotator_id=annotator, slot=slot,
+                                   position=positions[annotator]))  # fmt: skip
+            positions[annotator] += 1
+    Assignment.objects.bulk_create(rows, batch_size=1000)
+    moved = len(rows)
+    if moved:
+        record("study.rebalance", f"{moved} unstarted assignments dealt again over {len(set(usernames))} annotators",
+               actor=actor, study_id=study.pk, unstarted_runs=len(uncoded),
+               removed=[[run_id, usernames[a]] for run_id, a in leaving],
+               added=[[row.run_id, usernames[row.annotator_id]] for row in rows])  # fmt: skip
+    return {"unstarted_runs": len(uncoded), "moved": moved}
+
+
 @transaction.atomic
 def annotator_replace(
     *,
@@ -158,16 +355,33 @@ def annotator_replace(
     replacement: AbstractBaseUser | None = None,
     actor: AbstractBaseUser | None = None,
 ) -> dict[str, int]:
-    """An annotator leaves: submitted work stays theirs; every unsubmitted run moves to the
-    replacement (or, without one, to the remaining annotator not yet on that run)."""
+    """An annotator leaves: submitted work stays theirs (and counts in agreement); every
+    unsubmitted run moves to the replacement (or, without one, to the least-loaded remaining
+    annotator not yet on that run). A draft does not pass on: the next coder starts empty, and the
+    draft stays in the audit trail."""
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    _require_open(study)
     if not study.annotators.filter(pk=leaving.pk).exists():
-        raise AnnotationError(f"{leaving} is not an annotator of {study}")
+        raise AnnotationError(f"{leaving} is not an annotator of {study}", {"leaving": "not an annotator"})
     if replacement is not None:
+        if replacement.pk == study.adjudicator_id:
+            raise AnnotationError(f"{replacement} adjudicates {study}", {"replacement": "is the adjudicator"})
+        if replacement.pk == leaving.pk:
+            raise AnnotationError("an annotator cannot replace themselves", {"replacement": "same person"})
         study.annotators.add(replacement)
     study.annotators.remove(leaving)
-    others = list(study.annotators.exclude(pk=leaving.pk))
+    others = list(study.annotators.all())
+    if replacement is None and len(others) < study.coders_per_run:
+        raise AnnotationError(
+            f"without a replacement {study} would have {len(others)} annotators for {study.coders_per_run} per run",
+            {"replacement": "needed"},
+        )
+    record("study.replace_annotator", f"{leaving.get_username()} left {study.name!r}"
+           + (f", replaced by {replacement.get_username()}" if replacement else ""), actor=actor, study_id=study.pk,
+           leaving=leaving.get_username(), replacement=replacement.get_username() if replacement else None)  # fmt: skip
+    loads = Counter(dict(Assignment.objects.filter(study=study).values("annotator_id")
+                         .annotate(n=Count("pk")).values_list("annotator_id", "n")))  # fmt: skip
     moved = kept = 0
-    Study.objects.select_for_update().filter(pk=study.pk).first()
     positions = _next_positions(study=study)
     for assignment in (
         Assignment.objects.select_for_update().filter(study=study, annotator=leaving).order_by("position")
@@ -177,16 +391,18 @@ def annotator_replace(
             kept += 1
             continue
         on_run = set(Assignment.objects.filter(study=study, run=assignment.run).values_list("annotator_id", flat=True))
-        candidates = [u for u in ([replacement] if replacement else others) if u is not None and u.pk not in on_run]
+        candidates = [u for u in ([replacement] if replacement else others) if u.pk not in on_run]
         if not candidates:
             raise AnnotationError(f"no annotator left to take run {assignment.run_id}")
-        assignment.annotator = candidates[0]
-        assignment.position = positions[candidates[0].pk]  # the end of the new annotator's queue
-        positions[candidates[0].pk] += 1
+        taker = min(candidates, key=lambda u: (loads[u.pk], u.get_username()))
+        loads[taker.pk] += 1
+        assignment.annotator = taker
+        assignment.position = positions[taker.pk]  # the end of the new annotator's queue
+        positions[taker.pk] += 1
         assignment.save(update_fields=["annotator", "position"])
         record("assignment.reassign", f"run {assignment.run_id} moved from {leaving.get_username()} to "
-               f"{candidates[0].get_username()}", actor=actor, study_id=study.pk, run_id=assignment.run_id,
-               leaving=leaving.get_username(), to=candidates[0].get_username())  # fmt: skip
+               f"{taker.get_username()}", actor=actor, study_id=study.pk, run_id=assignment.run_id,
+               leaving=leaving.get_username(), to=taker.get_username())  # fmt: skip
         if annotation is not None:
             # The draft was the leaver's own reasoning: it does not pass to the next coder, who starts
             # from an empty draft. It is not deleted either: its history (and this reassignment, with
@@ -196,7 +412,7 @@ def annotator_replace(
             annotation.no_failure, annotation.notes = False, ""
             annotation.version += 1
             annotation.save(update_fields=["no_failure", "notes", "version", "updated_at"])
-            after = {**snapshot(annotation), "from": leaving.get_username(), "to": candidates[0].get_username()}
+            after = {**snapshot(annotation), "from": leaving.get_username(), "to": taker.get_username()}
             audit(annotation, actor, "reassign", before=before, after=after)
         moved += 1
     return {"moved": moved, "kept": kept}

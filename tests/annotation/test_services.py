@@ -49,18 +49,27 @@ def test_database_refuses_a_third_annotator_or_a_duplicate(study, adjudicator):
         b = study.runs.exclude(pk=a.run_id).first()
         Assignment.objects.filter(study=study, run=b, slot=1).delete()
         Assignment.objects.create(study=study, run=b, annotator=adjudicator, slot=1, position=1)
-    with pytest.raises(AnnotationError, match="already has two"):
+    with pytest.raises(AnnotationError, match="already has its 2 annotators"):
         assignment_add(study=study, run=a.run, annotator=adjudicator)
 
 
-def test_study_needs_frozen_codebook_three_annotators_and_separate_adjudicator(codebook, trio, adjudicator):
+def test_study_needs_a_frozen_codebook_a_valid_design_and_a_separate_adjudicator(codebook, trio, adjudicator):
     draft = codebook_new_version(codebook=codebook)
     with pytest.raises(AnnotationError, match="freeze"):
         study_create(name="x", codebook=draft, annotators=trio, adjudicator=adjudicator)
-    with pytest.raises(AnnotationError, match="three"):
-        study_create(name="x", codebook=codebook, annotators=trio[:2], adjudicator=adjudicator)
+    with pytest.raises(AnnotationError, match="at least two annotators") as refused:
+        study_create(name="x", codebook=codebook, annotators=trio[:1], adjudicator=adjudicator)
+    assert refused.value.errors == {"annotators": "a study needs at least two annotators (1 given)"}
+    with pytest.raises(AnnotationError, match="between 2 and the 3 annotators") as refused:
+        study_create(name="x", codebook=codebook, annotators=trio, adjudicator=adjudicator, coders_per_run=4)
+    assert set(refused.value.errors) == {"coders_per_run"}
     with pytest.raises(AnnotationError, match="adjudicator"):
         study_create(name="x", codebook=codebook, annotators=trio, adjudicator=trio[0])
+    with pytest.raises(AnnotationError, match="needs a name"):
+        study_create(name="  ", codebook=codebook, annotators=trio, adjudicator=adjudicator)
+    # two annotators, both on every run, is a design too
+    pair = study_create(name="pair", codebook=codebook, annotators=trio[:2], adjudicator=adjudicator)
+    assert pair.coders_per_run == 2
 
 
 def _assignment(study, user):
