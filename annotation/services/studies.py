@@ -101,7 +101,9 @@ def study_update(
     for field, value in (("seed", seed), ("coders_per_run", coders_per_run)):
         if value is not None and value != getattr(study, field):
             if assigned:
-                errors[field] = f"the {field.replace('_', ' ')} decides the assignment: it cannot change once runs are assigned"
+                errors[field] = (
+                    f"the {field.replace('_', ' ')} decides the assignment: it cannot change once runs are assigned"
+                )
             else:
                 changes[field] = value
     annotators = list(study.annotators.all())
