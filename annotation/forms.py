@@ -5,6 +5,7 @@ The adjudication form names its fields the same way, one set per ruled mode (`ra
 
 from __future__ import annotations
 
+from django import forms
 from django.http import QueryDict
 
 from .errors import AnnotationError
@@ -84,3 +85,85 @@ def parse_ruling_form(data: QueryDict) -> dict:
             )
         )
     return {"rulings": rulings, "no_failure": data.get("no_failure") == "on", "note": data.get("note", "")}
+
+
+# -- designing a study on the web ------------------------------------------------------------
+
+
+class RunFilterForm(forms.Form):
+    """Which runs: any of the agents, benchmarks and difficulties ticked (none ticked: all), and/or
+    run ids pasted from a list (a saved selection, e.g. a column of the run list's export)."""
+
+    agent = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    benchmark = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    difficulty = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    run_ids = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Run ids",
+        help_text="Optional: run ids separated by spaces, commas or lines; only these (within the ticked filters).",
+    )
+
+    def __init__(self, *args, choices: dict[str, list[str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, values in choices.items():
+            self.fields[name].choices = [(v, v or "(none)") for v in values]
+
+    def clean_run_ids(self) -> list[int] | None:
+        text = self.cleaned_data["run_ids"].replace(",", " ").split()
+        if not text:
+            return None
+        bad = [t for t in text if not t.isdigit()]
+        if bad:
+            raise forms.ValidationError(f"not a run id: {', '.join(bad[:5])}")
+        return sorted({int(t) for t in text})
+
+    def filters(self) -> dict[str, list[str]]:
+        return {name: self.cleaned_data[name] for name in ("agent", "benchmark", "difficulty")}
+
+
+class StudyForm(RunFilterForm):
+    name = forms.CharField(max_length=200)
+    codebook = forms.ModelChoiceField(queryset=None, help_text="A frozen version: the study pins it.")
+    annotators = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
+    adjudicator = forms.ModelChoiceField(queryset=None, help_text="The senior author who rules on disagreements.")
+    coders_per_run = forms.IntegerField(min_value=2, max_value=50, initial=2, label="Coders per run (k)")
+    seed = forms.IntegerField(initial=0, min_value=-(2**31), max_value=2**31 - 1,
+                              help_text="Makes the assignment and the queue orders reproducible.")  # fmt: skip
+    assign_now = forms.BooleanField(required=False, initial=True, label="Assign the runs now")
+    field_order = ["name", "codebook", "annotators", "adjudicator", "coders_per_run", "seed"]
+
+    def __init__(self, *args, codebooks, annotators, adjudicators, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["codebook"].queryset = codebooks
+        self.fields["annotators"].queryset = annotators
+        self.fields["adjudicator"].queryset = adjudicators
+
+
+class StudyEditForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    adjudicator = forms.ModelChoiceField(queryset=None)
+    coders_per_run = forms.IntegerField(min_value=2, max_value=50, label="Coders per run (k)")
+    seed = forms.IntegerField(min_value=-(2**31), max_value=2**31 - 1)
+
+    def __init__(self, *args, adjudicators, assigned: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["adjudicator"].queryset = adjudicators
+        if assigned:  # they decide the assignment: fixed once runs are assigned
+            for name in ("coders_per_run", "seed"):
+                self.fields[name].disabled = True
+                self.fields[name].help_text = "Fixed: runs are assigned."
+
+
+class AnnotatorChangeForm(forms.Form):
+    """Replace an annotator (their unsubmitted runs move to the replacement, or to the others when
+    none is named), or add one (the unstarted runs are dealt again)."""
+
+    leaving = forms.ModelChoiceField(queryset=None, required=False, label="Annotator leaving")
+    replacement = forms.ModelChoiceField(queryset=None, required=False, label="Replaced by",
+                                         empty_label="nobody (the others take the runs)")  # fmt: skip
+
+    def __init__(self, *args, current, candidates, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["leaving"].queryset = current
+        self.fields["replacement"].queryset = candidates

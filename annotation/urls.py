@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from .views import coding, dashboard, pilot, review
+from .views import coding, dashboard, pilot, review, studies
 
 app_name = "annotation"
 urlpatterns = [
@@ -20,7 +20,10 @@ urlpatterns = [
     path("adjudication/", review.adjudication_queue, name="adjudication_queue"),
     path("adjudication/<int:discussion_id>/", review.adjudicate, name="adjudicate"),
     path("studies/", dashboard.study_list, name="studies"),
+    path("studies/new/", studies.study_new, name="study_new"),
     path("studies/<int:study_id>/", dashboard.study_dashboard, name="dashboard"),
+    path("studies/<int:study_id>/manage/", studies.study_manage, name="study_manage"),
+    path("studies/<int:study_id>/manage/change/", studies.study_manage_action, name="study_manage_action"),
     # RQ4 in the paper: the pairs where concurrency helped, to tag with a mechanism
     path("studies/<int:study_id>/statistics/", dashboard.statistics_status, name="statistics_status"),
     path("studies/<int:study_id>/statistics/refresh/", dashboard.statistics_refresh, name="statistics_refresh"),

@@ -61,6 +61,11 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "annotate/adjudication/<int:discussion_id>/": ((302, 404, 404, 200, 404), (302, 404, 404, 409, 404)),
     "annotate/studies/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/studies/<int:study_id>/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
+    # designing a study: adjudicators and admins create; a study's own adjudicator and admins manage it
+    "annotate/studies/new/": ((302, 403, 403, 200, 200), (302, 403, 403, 422, 422)),
+    "annotate/studies/<int:study_id>/manage/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
+    # without an `action` the change is refused as a bad parameter (400) for those let in
+    "annotate/studies/<int:study_id>/manage/change/": ((302, 405, 405, 405, 405), (302, 403, 403, 400, 400)),
     "annotate/studies/<int:study_id>/advantage/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/studies/<int:study_id>/statistics/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/studies/<int:study_id>/statistics/refresh/": ((302, 405, 405, 405, 405), (302, 403, 403, 302, 302)),

@@ -17,7 +17,8 @@ from trajectories.selectors import paired_concurrent_runs
 
 from ..errors import AnnotationError
 from ..models import Annotation, Assignment, Study
-from ..stats.assignment import assign_groups, balance, queue_order
+from ..selectors.studies import coders_by_run as _coders_by_run
+from ..stats.assignment import assign_groups, queue_order
 from .coding import audit, snapshot
 from .statistics import statistics_changed
 
@@ -157,18 +158,6 @@ def _stratum(run) -> tuple[str, str, str]:
     return (run.agent.name, run.task.benchmark.name, run.task.difficulty)
 
 
-def _coders_by_run(study: Study, *, exclude_runs: set[int] = frozenset()) -> dict[int, tuple[tuple, list[int]]]:
-    """run id → (stratum, its coders) for the study's assignments."""
-    on_run: dict[int, tuple[tuple, list[int]]] = {}
-    rows = Assignment.objects.filter(study=study).values_list(
-        "run_id", "annotator_id", "run__agent__name", "run__task__benchmark__name", "run__task__difficulty"
-    )
-    for run_id, annotator, *stratum in rows:
-        if run_id not in exclude_runs:
-            on_run.setdefault(run_id, (tuple(stratum), []))[1].append(annotator)
-    return on_run
-
-
 def _group_counts(on_run: dict[int, tuple[tuple, list[int]]]) -> Counter:
     """(stratum, coder group) → runs the study has given that group so far."""
     return Counter((stratum, tuple(sorted(coders))) for stratum, coders in on_run.values())
@@ -213,17 +202,6 @@ def study_assign(*, study: Study) -> int:
             record("study.assign", f"{len(rows)} assignments made (seed {study.seed})", study_id=study.pk,
                    assignments=len(rows), seed=study.seed, coders_per_run=study.coders_per_run)  # fmt: skip
     return len(rows)
-
-
-def study_balance(*, study: Study) -> dict:
-    """How even the study's assignment is (stats/assignment.py balance), over its current
-    annotators."""
-    on_run = _coders_by_run(study)
-    return balance(
-        {run_id: coders for run_id, (_, coders) in on_run.items()},
-        {run_id: stratum for run_id, (stratum, _) in on_run.items()},
-        annotators=list(study.annotators.values_list("pk", flat=True)),
-    )
 
 
 def _check_runs(*, study: Study | None, run_ids: list[int]) -> set[int]:

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db.models import Count
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.roles import is_admin
+from accounts.roles import ADJUDICATOR, has_role, is_admin
 from config.htmx import HtmxHttpRequest
 from config.responses import invalid_parameter
 from trajectories.exports import csv_lines
@@ -25,10 +26,15 @@ from ..stats.reports import concurrency_helped
 
 @require_GET
 def study_list(request: HtmxHttpRequest) -> HttpResponse:
-    studies = Study.objects.select_related("codebook", "adjudicator").order_by("-created_at")
+    studies = (
+        Study.objects.select_related("codebook", "adjudicator")
+        .annotate(n_annotators=Count("annotators", distinct=True))
+        .order_by("-created_at")
+    )
     if not is_admin(request.user):
         studies = studies.filter(adjudicator=request.user)
-    return render(request, "annotation/study_list.html", {"studies": studies})
+    can_create = is_admin(request.user) or has_role(request.user, ADJUDICATOR)
+    return render(request, "annotation/study_list.html", {"studies": studies, "can_create": can_create})
 
 
 @require_GET

@@ -13,6 +13,7 @@ from activity.models import ActivityEntry
 from annotation.errors import AnnotationError, LockedError
 from annotation.models import Annotation, Assignment, AuditEntry, Discussion, FinalCoding, Label
 from annotation.selectors.queue import annotation_for
+from annotation.selectors.studies import study_balance
 from annotation.services.coding import LabelInput, annotation_save, annotation_submit
 from annotation.services.review import discussion_consensus
 from annotation.services.studies import (
@@ -20,7 +21,6 @@ from annotation.services.studies import (
     study_add_annotator,
     study_add_runs,
     study_assign,
-    study_balance,
     study_close,
     study_create,
     study_update,

@@ -10,7 +10,7 @@ from annotation.services.studies import study_assign
 
 
 class Command(BaseCommand):
-    help = "Assign each run of a study to two of its three annotators (balanced, deterministic, idempotent)."
+    help = "Assign each run of a study to k of its annotators (balanced, deterministic, idempotent)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or name.")

@@ -10,14 +10,16 @@ from taxonomy.models import Codebook
 
 class Command(BaseCommand):
     help = (
-        "Create a study pinning a frozen codebook, with three annotators and a senior adjudicator. "
-        "Runs in scope: every concurrent run that has a sequential twin."
+        "Create a study pinning a frozen codebook, with N ≥ 2 annotators (k of them per run) and a senior "
+        "adjudicator. Runs in scope: every concurrent run that has a sequential twin. The web form "
+        "(Studies → New study) does the same and can pick runs by agent, benchmark and difficulty."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
         parser.add_argument("--codebook", type=int, help="Codebook id (default: the newest frozen one).")
-        parser.add_argument("--annotators", required=True, help="Three usernames, comma-separated.")
+        parser.add_argument("--annotators", required=True, help="Two or more usernames, comma-separated.")
+        parser.add_argument("--coders-per-run", type=int, default=2, help="k: how many annotators code each run.")
         parser.add_argument("--adjudicator", required=True)
         parser.add_argument("--seed", type=int, default=0)
 
@@ -40,7 +42,12 @@ class Command(BaseCommand):
             raise CommandError("no frozen codebook (run `manage.py load_codebook` first)")
         try:
             study = study_create(
-                name=options["name"], codebook=codebook, annotators=users, adjudicator=adjudicator, seed=options["seed"]
+                name=options["name"],
+                codebook=codebook,
+                annotators=users,
+                adjudicator=adjudicator,
+                seed=options["seed"],
+                coders_per_run=options["coders_per_run"],
             )
         except AnnotationError as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,112 @@
+"""Designing and managing a study on the web: the new-study form, the design page and its changes,
+who may use them, and what a refusal looks like."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from accounts.roles import ANNOTATOR
+from activity.models import ActivityEntry
+from annotation.models import Assignment, Study
+from tests.annotation.test_add_runs import _more_pairs
+from tests.conftest import _user, client_for
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def quad(trio):
+    return [*trio, _user("coder4", ANNOTATOR)]
+
+
+def _new(client, codebook, annotators, adjudicator, **extra):
+    data = {"name": "Second study", "codebook": codebook.pk, "adjudicator": adjudicator.pk, "coders_per_run": 3,
+            "seed": 7, "annotators": [a.pk for a in annotators], "assign_now": "on", **extra}  # fmt: skip
+    return client.post("/annotate/studies/new/", data)
+
+
+def test_an_adjudicator_designs_a_three_of_four_study(study, codebook, quad, adjudicator):
+    client = client_for(adjudicator)
+    page = client.get("/annotate/studies/new/")
+    assert page.status_code == 200 and b"coder4" in page.content
+    response = _new(client, codebook, quad, adjudicator, benchmark=["LoopsBench"])
+    created = Study.objects.get(name="Second study")
+    assert response.status_code == 302 and response["Location"] == f"/annotate/studies/{created.pk}/manage/"
+    assert (created.coders_per_run, created.seed, created.annotators.count()) == (3, 7, 4)
+    assert set(created.runs.values_list("task__benchmark__name", flat=True)) == {"LoopsBench"}
+    per_run = Counter(Assignment.objects.filter(study=created).values_list("run_id", flat=True))
+    assert len(per_run) == 3 and set(per_run.values()) == {3}
+    manage = client.get(f"/annotate/studies/{created.pk}/manage/")
+    assert manage.status_code == 200 and b"Coders per run (k)" in manage.content
+
+
+def test_the_run_count_preview_is_a_fragment(study, adjudicator):
+    response = client_for(adjudicator).get(
+        "/annotate/studies/new/", {"preview": "1", "agent": ["Codex"]}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200 and b"<html" not in response.content
+    assert b"<strong>3</strong> runs match" in response.content
+    bad = client_for(adjudicator).get("/annotate/studies/new/", {"preview": "1", "run_ids": "12 x"})
+    assert b"Check the run ids" in bad.content
+
+
+def test_a_bad_design_is_refused_on_its_field_and_nothing_is_created(study, codebook, trio, adjudicator):
+    client = client_for(adjudicator)
+    response = _new(client, codebook, trio, adjudicator, coders_per_run=4)
+    assert response.status_code == 422
+    assert b"coders per run must be between 2 and the 3 annotators, not 4" in response.content
+    response = _new(client, codebook, trio, adjudicator, name="S")
+    assert response.status_code == 422 and b"a study named" in response.content
+    response = _new(client, codebook, trio, adjudicator, benchmark=["LoopsBench"], run_ids="999999")
+    assert response.status_code == 422 and b"no run matches the filters" in response.content
+    response = _new(client, codebook, trio, adjudicator, run_ids="1, two")
+    assert response.status_code == 422 and b"not a run id: two" in response.content
+    assert list(Study.objects.values_list("name", flat=True)) == ["S"]
+
+
+def test_who_may_design_and_manage(study, codebook, trio, adjudicator, annotator):
+    assert client_for(annotator).get("/annotate/studies/new/").status_code == 403
+    assert _new(client_for(trio[0]), codebook, trio, adjudicator).status_code == 403
+    stranger = _user("senior2", "adjudicator")
+    assert client_for(stranger).get(f"/annotate/studies/{study.pk}/manage/").status_code == 403
+    change = client_for(stranger).post(f"/annotate/studies/{study.pk}/manage/change/", {"action": "close"})
+    assert change.status_code == 403
+    assert (
+        client_for(trio[0]).post(f"/annotate/studies/{study.pk}/manage/change/", {"action": "close"}).status_code == 403
+    )
+    study.refresh_from_db()
+    assert study.closed_at is None
+    assert client_for(adjudicator).get("/annotate/studies/999999/manage/").status_code == 404
+
+
+def test_managing_a_study(study, trio, adjudicator, tmp_path):
+    client = client_for(adjudicator)
+    url = f"/annotate/studies/{study.pk}/manage/change/"
+    assert client.post(url, {"action": "explode"}).status_code == 400
+    edit = client.post(url, {"action": "edit", "name": "Renamed", "adjudicator": adjudicator.pk})
+    assert edit.status_code == 302
+    study.refresh_from_db()
+    assert study.name == "Renamed" and study.seed == 0  # seed and k are fixed once assigned
+    new_ids = _more_pairs(tmp_path, 2)
+    added = client.post(url, {"action": "add_runs", "run_ids": " ".join(map(str, new_ids))})
+    assert added.status_code == 302
+    assert Assignment.objects.filter(study=study, run_id__in=new_ids).count() == 4
+    newcomer = _user("coder9", ANNOTATOR)
+    joined = client.post(url, {"action": "add_annotator", "replacement": newcomer.pk})
+    assert joined.status_code == 302 and study.annotators.filter(pk=newcomer.pk).exists()
+    left = client.post(url, {"action": "replace_annotator", "leaving": trio[0].pk})
+    assert left.status_code == 302 and not study.annotators.filter(pk=trio[0].pk).exists()
+    assert not Assignment.objects.filter(study=study, annotator=trio[0]).exists()  # nothing was submitted
+    nobody = client.post(url, {"action": "replace_annotator"})
+    assert nobody.status_code == 422 and b"choose the annotator who leaves" in nobody.content
+    assert client.post(url, {"action": "close"}).status_code == 302
+    refused = client.post(url, {"action": "add_runs", "run_ids": str(new_ids[0])})
+    assert refused.status_code == 422 and b"is closed" in refused.content
+    assert client.post(url, {"action": "reopen"}).status_code == 302
+    actions = set(ActivityEntry.objects.filter(study_id=study.pk).values_list("action", flat=True))
+    assert {"study.update", "study.add_runs", "study.add_annotator", "study.replace_annotator", "study.close",
+            "study.reopen"} <= actions  # fmt: skip
+    page = client.get(f"/annotate/studies/{study.pk}/manage/")
+    assert b"coder9" in page.content and b"(left)" not in page.content
