@@ -160,7 +160,7 @@ class AnnotatorChangeForm(forms.Form):
     none is named), or add one (the unstarted runs are dealt again)."""
 
     leaving = forms.ModelChoiceField(queryset=None, required=False, label="Annotator leaving")
-    replacement = forms.ModelChoiceField(queryset=None, required=False, label="Replaced by",
+    replacement = forms.ModelChoiceField(queryset=None, required=False, label="New annotator",
                                          empty_label="nobody (the others take the runs)")  # fmt: skip
 
     def __init__(self, *args, current, candidates, **kwargs):

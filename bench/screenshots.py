@@ -37,6 +37,8 @@ PAGES: dict[str, list] = {
         ("codebook", "/codebooks/", "main a[href*='/codebooks/']"),
         "/annotate/studies/",
         ("dashboard", "/annotate/studies/", "main a[href$='/annotate/studies/1/']"),
+        "/annotate/studies/new/",
+        "/annotate/studies/1/manage/",
         "/no-such-page/",
     ],
     "senior": [
@@ -45,6 +47,8 @@ PAGES: dict[str, list] = {
         "/annotate/studies/",
         "/annotate/studies/1/",
         "/annotate/studies/1/advantage/",
+        "/annotate/studies/new/",
+        "/annotate/studies/1/manage/",
         (
             "run history",
             "/annotate/adjudication/",
@@ -59,6 +63,7 @@ PAGES: dict[str, list] = {
         ("discussion", "/annotate/discussions/?tab=escalated", "main td a[href*='/annotate/discussions/']"),
         "/trajectories/",
         "/annotate/studies/1/",
+        "/annotate/studies/1/manage/",
     ],
 }
 TEMPLATE_TEXT = re.compile(r"\{%|%\}|\{\{|\}\}|\{#|#\}")

@@ -83,7 +83,8 @@ def study_new(request: HtmxHttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Study {study.name!r} created: {len(run_ids)} runs, {made} assignments.")
             return redirect("annotation:study_manage", study_id=study.pk)
-    return render(request, "annotation/study_new.html", {"form": form}, status=422 if form.errors else 200)
+    context = {"form": form, "count": None if form.is_bound else selectors.matching_runs({}).count()}
+    return render(request, "annotation/study_new.html", context, status=422 if form.errors else 200)
 
 
 def _manage_context(study, **forms) -> dict:

@@ -50,7 +50,7 @@ def test_a_study_designed_run_and_changed_in_the_browser(
 
     # coder1 submits nothing, then leaves; coder5 takes their runs; nothing coded is lost
     page.get_by_label("Annotator leaving").select_option(label="coder1")
-    page.get_by_label("Replaced by").select_option(label="coder5")
+    page.get_by_label("New annotator").select_option(label="coder5")
     page.get_by_role("button", name="Replace", exact=True).click()
     expect(page.locator(".messages")).to_contain_text("coder1 left")
     assert not Assignment.objects.filter(study=second, annotator=trio[0]).exists()
