@@ -20,8 +20,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_study_designed_run_and_changed_in_the_browser(
-    page, live_server, study, codebook, trio, adjudicator, tmp_path
-):  # noqa: F811
+    page,  # noqa: F811
+    live_server,
+    study,
+    codebook,
+    trio,
+    adjudicator,
+    tmp_path,
+):
     fourth, fifth = _user("coder4", ANNOTATOR), _user("coder5", ANNOTATOR)
     login(page, live_server, "senior", "pw-senior")
     page.goto(f"{live_server.url}/annotate/studies/")
