@@ -18,7 +18,7 @@ LIST_PAGE_SIZE = 50
 
 
 def run_annotations(*, study: Study, run_id: int) -> list[Annotation]:
-    """Both codings of a run (slot order), with their annotators."""
+    """Every coding of a run (slot order: k of them), with their annotators."""
     return list(
         Annotation.objects.filter(assignment__study=study, assignment__run_id=run_id)
         .select_related("assignment__annotator")
@@ -46,7 +46,7 @@ def discussion_for(*, user: AbstractBaseUser, discussion_id: int) -> Discussion 
 
 
 def codings_compare(*, discussion) -> dict:
-    """Both codings of a discussed run, side by side: one row per mode either picked, each cell the
+    """The codings of a discussed run, side by side: one row per mode any coder picked, each cell the
     episodes (instances) that annotator recorded of it."""
     annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
     codes = {}

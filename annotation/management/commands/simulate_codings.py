@@ -18,12 +18,12 @@ from trajectories.models import Event, Run
 
 
 class Command(BaseCommand):
-    help = "DEMO ONLY: submit synthetic codings for a fraction of a study's runs (both annotators of each)."
+    help = "DEMO ONLY: submit synthetic codings for a fraction of a study's runs (every annotator of each)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or name.")
         parser.add_argument("--fraction", type=float, default=0.5)
-        parser.add_argument("--agree", type=float, default=0.75, help="Chance that both pick the same modes.")
+        parser.add_argument("--agree", type=float, default=0.75, help="Chance that a coder picks the first coder's modes.")
         parser.add_argument("--escalate", type=float, default=0.5, help="Share of discussions to escalate.")
         parser.add_argument("--seed", type=int, default=0)
 
