@@ -23,9 +23,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="Study id or name.")
         parser.add_argument("--fraction", type=float, default=0.5)
-        parser.add_argument(
-            "--agree", type=float, default=0.75, help="Chance a coder picks the first's modes."
-        )
+        parser.add_argument("--agree", type=float, default=0.75, help="Chance a coder picks the first's modes.")
         parser.add_argument("--escalate", type=float, default=0.5, help="Share of discussions to escalate.")
         parser.add_argument("--seed", type=int, default=0)
 
