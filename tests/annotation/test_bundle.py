@@ -112,3 +112,38 @@ def test_names_a_spreadsheet_would_run_still_reproduce(coded_study, tmp_path, tr
     assert "'-coder1" in zipfile.ZipFile(tmp_path / "b.zip").read("independent_codings.csv").decode()
     checked = reproduce(tmp_path / "b.zip", "--check")
     assert checked.returncode == 0, checked.stdout
+
+
+def test_a_three_of_four_study_reproduces_from_its_bundle(study, codebook, adjudicator, tmp_path):
+    """k = 3 of N = 4: six annotator pairs, Fleiss' κ over three ratings per unit, α with runs still
+    missing a coding — the script recomputes them from the bundle exactly as the dashboard does."""
+    from accounts.roles import ANNOTATOR
+    from annotation.services.statistics import statistics_refresh
+    from annotation.services.studies import study_assign, study_create
+    from tests.conftest import _user
+
+    annotators = [*study.annotators.order_by("username"), _user("coder4", ANNOTATOR)]
+    second = study_create(name="S4", codebook=codebook, annotators=annotators, adjudicator=adjudicator,
+                          run_ids=list(study.runs.values_list("pk", flat=True)), coders_per_run=3, seed=5)  # fmt: skip
+    study_assign(study=second)
+    call_command("simulate_codings", str(second.pk), "--fraction", "0.84", "--agree", "0.6", "--seed", "2",
+                 stdout=io.StringIO())  # fmt: skip
+    # one more coding of a run not chosen above: two of its three codings in (α counts it, Fleiss not)
+    open_run = Assignment.objects.filter(study=second, annotation__isnull=True).order_by("run_id", "slot").first()
+    for assignment in Assignment.objects.filter(study=second, run_id=open_run.run_id).order_by("slot")[:2]:
+        annotation = annotation_for(assignment=assignment)
+        from annotation.services.coding import annotation_save, annotation_submit
+
+        label = LabelInput(code_id=mode_code(codebook, "lossy-handoff").pk, rationale="r")
+        annotation_save(annotation=annotation, actor=assignment.annotator, version=1, no_failure=False, notes="",
+                        labels=[label])  # fmt: skip
+        annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
+    statistics_refresh(study_id=second.pk)
+    bundle = tmp_path / "bundle.zip"
+    call_command("export_study", str(second.pk), "--out", str(bundle), stdout=io.StringIO())
+    shown = json.loads(zipfile.ZipFile(bundle).read("dashboard.json"))
+    overall = shown["agreement"]["overall"]["mode"]
+    assert len(shown["agreement"]["pairs"]) == 6
+    assert overall["fleiss_raters_per_run"] == 3 and overall["fleiss_n_runs"] == 5
+    checked = reproduce(bundle, "--check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
