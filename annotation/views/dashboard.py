@@ -65,7 +65,7 @@ def _statistics_context(payload: dict) -> dict:
         "over_time": over_time,
         "over_time_chart": charts.line(
             [(p["runs"], p["kappa"]) for p in over_time],
-            x_label="runs coded by both annotators (count, in the order they were completed)",
+            x_label="runs with all their codings in (count, in the order they were completed)",
             y_label="mean pooled κ (modes)",
         ),
         "table3": table3,
