@@ -3,16 +3,23 @@ from __future__ import annotations
 from django.contrib import admin
 
 from activity.services import record
-from taxonomy.models import Codebook
-
 from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, PilotRound, Study
 
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ["name", "codebook", "adjudicator", "created_at"]
-    filter_horizontal = ["annotators"]
-    raw_id_fields = ["runs"]
+    """Name and adjudicator only: a study is created, and its design (annotators, k, seed, runs,
+    closing) changed, on its design page (Studies → New study / design), whose services keep the
+    assignment balanced and record every change."""
+
+    list_display = ["name", "codebook", "coders_per_run", "adjudicator", "closed_at", "created_at"]
+    fields = ["name", "adjudicator", "codebook", "annotators", "coders_per_run", "seed", "closed_at",
+              "statistics_version", "created_at", "created_by"]  # fmt: skip
+    readonly_fields = ["codebook", "annotators", "coders_per_run", "seed", "closed_at", "statistics_version",
+                       "created_at", "created_by"]  # fmt: skip
+
+    def has_add_permission(self, request) -> bool:
+        return False
 
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
@@ -21,13 +28,11 @@ class StudyAdmin(admin.ModelAdmin):
         record("study.edit" if change else "study.create", f"study {obj.name!r} {verb}: {', '.join(changed) or '-'}",
                actor=request.user, study_id=obj.pk, changed=changed)  # fmt: skip
 
-    def get_readonly_fields(self, request, obj=None):
-        # A study's codebook is pinned when it is created, and only a frozen version can be.
-        return ["codebook"] if obj is not None else []
-
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "codebook":
-            kwargs["queryset"] = Codebook.objects.filter(status=Codebook.Status.FROZEN)
+        if db_field.name == "adjudicator":
+            from .selectors.studies import adjudicator_choices
+
+            kwargs["queryset"] = adjudicator_choices()
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 

@@ -110,3 +110,19 @@ def test_managing_a_study(study, trio, adjudicator, tmp_path):
             "study.reopen"} <= actions  # fmt: skip
     page = client.get(f"/annotate/studies/{study.pk}/manage/")
     assert b"coder9" in page.content and b"(left)" not in page.content
+
+
+def test_the_django_admin_changes_only_name_and_adjudicator(study, admin_user, trio):
+    staff = client_for(admin_user)
+    admin_user.is_staff = admin_user.is_superuser = True
+    admin_user.save()
+    assert staff.get("/admin/annotation/study/add/").status_code == 403  # created on the design page
+    form = staff.get(f"/admin/annotation/study/{study.pk}/change/").content.decode()
+    assert 'name="name"' in form and 'name="adjudicator"' in form
+    for field in ("annotators", "coders_per_run", "seed", "closed_at", "codebook", "runs"):
+        assert f'name="{field}"' not in form, field
+    staff.post(f"/admin/annotation/study/{study.pk}/change/",
+               {"name": "S renamed", "adjudicator": study.adjudicator_id, "annotators": [trio[0].pk],
+                "coders_per_run": 3})  # fmt: skip
+    study.refresh_from_db()
+    assert study.name == "S renamed" and study.coders_per_run == 2 and study.annotators.count() == 3
