@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from activity.services import record
+
 from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, PilotRound, Study
 
 
