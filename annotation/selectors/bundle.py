@@ -244,6 +244,8 @@ def parameters(study: Study) -> dict:
         "app": {"name": "Parallax", "version": settings.PARALLAX_VERSION},
         "exported_at": datetime.now(UTC).isoformat(),
         "annotators": sorted(study.annotators.values_list("username", flat=True)),
+        "coders_per_run": study.coders_per_run,
+        "closed_at": study.closed_at.isoformat() if study.closed_at else None,
         "adjudicator": study.adjudicator.get_username(),
         "runs": study.runs.count(),
         "agreement": {

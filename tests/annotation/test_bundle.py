@@ -81,6 +81,7 @@ def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_pat
     assert mine[0]["rationale"].startswith("'=HYPERLINK")  # a spreadsheet will not run it
     params = json.loads(zipfile.ZipFile(bundle).read("study.json"))
     assert params["seed"] == 11 and params["codebook"]["version"] == study.codebook.version
+    assert params["coders_per_run"] == 2 and params["closed_at"] is None
 
 
 def test_the_check_fails_when_the_data_do_not_give_the_dashboards_numbers(coded_study, tmp_path):  # noqa: F811
