@@ -173,6 +173,7 @@ def targets(study: Study) -> list[tuple[str, str, str | None]]:
         ("study dashboard", "adjudicator", reverse("annotation:dashboard", args=[study.pk])),
         ("RQ4 helped pairs", "adjudicator", reverse("annotation:helped_pairs", args=[study.pk])),
         ("dashboard's status poll", "adjudicator", reverse("annotation:statistics_status", args=[study.pk])),
+        ("study design page", "adjudicator", reverse("annotation:study_manage", args=[study.pk])),
         ("run list (their runs)", "annotator", reverse("trajectories:run_list")),
         ("run list (every run in the database)", "adjudicator", reverse("trajectories:run_list")),
         ("pair page", "annotator", reverse("trajectories:run_detail", args=[assignment.run_id])),

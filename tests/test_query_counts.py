@@ -37,6 +37,8 @@ PINS: dict[tuple[str, str], int] = {
     ("adjudicator", "dashboard"): 10,
     ("adjudicator", "statistics status"): 5,
     ("adjudicator", "RQ4 pairs"): 7,
+    ("adjudicator", "new study"): 11,  # the choices: codebooks, annotators, adjudicators, agents, benchmarks, …
+    ("adjudicator", "study design"): 18,  # the balance, the forms' choices, the study's counts
     ("adjudicator", "run history"): 9,
     ("adjudicator", "runs"): 8,
     ("adjudicator", "pair"): 7,
@@ -44,6 +46,7 @@ PINS: dict[tuple[str, str], int] = {
     ("admin", "dashboard"): 10,
     ("admin", "runs"): 8,
     ("admin", "imports"): 4,
+    ("admin", "study design"): 18,
 }
 
 
@@ -101,6 +104,8 @@ def _pages(study, coder, adjudicator) -> dict[tuple[str, str], str]:
         ("adjudicator", "dashboard"): f"/annotate/studies/{study.pk}/",
         ("adjudicator", "statistics status"): f"/annotate/studies/{study.pk}/statistics/",
         ("adjudicator", "RQ4 pairs"): f"/annotate/studies/{study.pk}/advantage/",
+        ("adjudicator", "new study"): "/annotate/studies/new/",
+        ("adjudicator", "study design"): f"/annotate/studies/{study.pk}/manage/",
         ("adjudicator", "run history"): f"/annotate/studies/{study.pk}/runs/{run.pk}/history/",
         ("adjudicator", "runs"): "/trajectories/",
         ("adjudicator", "pair"): f"/trajectories/runs/{run.pk}/",
@@ -108,6 +113,7 @@ def _pages(study, coder, adjudicator) -> dict[tuple[str, str], str]:
         ("admin", "dashboard"): f"/annotate/studies/{study.pk}/",
         ("admin", "runs"): "/trajectories/",
         ("admin", "imports"): "/trajectories/imports/",
+        ("admin", "study design"): f"/annotate/studies/{study.pk}/manage/",
     }
 
 
