@@ -35,6 +35,14 @@ def slot_within_k(apps, schema_editor):
             schema_editor.execute(statement)
 
 
+def statistics_not_current(apps, schema_editor):
+    # The stored statistics were computed by the code before k coders per run (Fleiss' κ over two
+    # ratings, the strata's "coded twice"): mark every study's figures not current, so that the
+    # dashboard offers to recompute them instead of showing them as they were.
+    Study = apps.get_model("annotation", "Study")
+    Study.objects.update(statistics_version=models.F("statistics_version") + 1)
+
+
 def drop_slot_within_k(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute("DROP TRIGGER IF EXISTS annotation_assignment_slot_within_k ON annotation_assignment;")
@@ -91,4 +99,5 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(slot_within_k, drop_slot_within_k),
+        migrations.RunPython(statistics_not_current, migrations.RunPython.noop),
     ]
