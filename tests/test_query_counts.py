@@ -30,7 +30,7 @@ PINS: dict[tuple[str, str], int] = {
     ("annotator", "discussions"): 5,
     ("annotator", "discussion"): 13,
     ("annotator", "runs"): 8,
-    ("annotator", "pair"): 7,
+    ("annotator", "pair"): 8,  # +1: both runs' signature hits, in one query
     ("adjudicator", "adjudication queue"): 6,
     ("adjudicator", "adjudicate"): 15,
     ("adjudicator", "studies"): 4,
@@ -39,7 +39,7 @@ PINS: dict[tuple[str, str], int] = {
     ("adjudicator", "RQ4 pairs"): 7,
     ("adjudicator", "run history"): 9,
     ("adjudicator", "runs"): 8,
-    ("adjudicator", "pair"): 7,
+    ("adjudicator", "pair"): 8,  # +1: both runs' signature hits
     ("admin", "studies"): 4,
     ("admin", "dashboard"): 10,
     ("admin", "runs"): 8,

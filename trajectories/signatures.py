@@ -16,7 +16,7 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 DETECTOR_VERSION = 1
@@ -34,7 +34,6 @@ DOMINANT_MIN_ACTIONS = 10  # ... with at least this many actions in all
 RETRY_REPEAT_SHARE = 0.5  # a retry redoing at least this share of the earlier attempt's actions
 
 TEXT_CHARS = 2000  # of an event's text the detectors read: enough for a command or a brief
-TEXT_KINDS = frozenset({"tool_call", "message", "file_write"})  # the kinds whose text they read
 
 WRITE = "file_write"
 SPAWN, JOIN, WAIT = "spawn", "join", "wait"
@@ -85,8 +84,18 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Trace:
+    """What the detectors read of a run: its agents; the events that can show a signature (writes,
+    spawns, joins, waits, tool calls on files or matching a test/poll/isolation pattern, each
+    agent's first brief), in time order; each agent's own work as merged stretches; its number of
+    actions; its last event. Built by TraceBuilder, so that an import keeps a few small objects per
+    relevant event, not the run."""
+
     agents: tuple[Agent, ...]
-    events: tuple[Event, ...]  # in time order (untimed ones last, in seq order per agent)
+    events: tuple[Event, ...]
+    work: Mapping[str, tuple[tuple[datetime, datetime], ...]] = field(default_factory=dict)
+    actions: Mapping[str, int] = field(default_factory=dict)
+    last: Mapping[str, Event] = field(default_factory=dict)
+    n_events: int = 0
 
     @property
     def main(self) -> Agent | None:
@@ -97,13 +106,77 @@ class Trace:
         return [a for a in self.agents if a.role == "sub"]
 
 
+def kept_text(kind: str, tool: str, text: str) -> str:
+    """The part of an event's text the detectors read, the same at import and on recompute: a
+    tool call's matches of the test/poll/isolation patterns, a user message (a brief) up to
+    TEXT_CHARS, nothing else."""
+    if kind == "tool_call":
+        head = text[:TEXT_CHARS]
+        return " ; ".join(m.group(0) for rx in (_TEST, _POLL, _ISOLATION) if (m := rx.search(head)))
+    if kind == "message" and tool == "user":
+        return text[:TEXT_CHARS]
+    return ""
+
+
+class TraceBuilder:
+    """Collects a run's events as they stream past (the importer's rows, or stored ones)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.work: dict[str, list[list[datetime]]] = defaultdict(list)
+        self.actions: dict[str, int] = defaultdict(int)
+        self.last: dict[str, Event] = {}
+        self.briefed: set[str] = set()
+        self.n = 0
+
+    def add(self, e: Event) -> None:
+        self.n += 1
+        if e.kind in ACTION_KINDS:
+            self.actions[e.agent] += 1
+        last = self.last.get(e.agent)
+        if last is None or (e.timestamp or _MIN, e.seq) >= (last.timestamp or _MIN, last.seq):
+            self.last[e.agent] = e
+        if e.timestamp is not None and e.kind not in NOT_WORK_KINDS and not _is_poll(e):
+            stretches = self.work[e.agent]  # merged while less than IDLE_GAP_S apart
+            if (
+                stretches
+                and stretches[-1][0] <= e.timestamp
+                and (e.timestamp - stretches[-1][1]).total_seconds() < IDLE_GAP_S
+            ):
+                stretches[-1][1] = max(stretches[-1][1], e.timestamp)
+            else:
+                stretches.append([e.timestamp, e.timestamp])
+        if e.kind in (WRITE, SPAWN, JOIN, WAIT) or (e.kind == "tool_call" and (e.files or e.text)):
+            self.events.append(e)
+        elif e.kind == "message" and e.tool == "user" and e.agent not in self.briefed:
+            self.briefed.add(e.agent)
+            self.events.append(e)
+
+    def build(self, agents: Iterable[Agent]) -> Trace:
+        agents = tuple(agents)
+        order = {a.id: a.position for a in agents}
+        rows = sorted(
+            self.events, key=lambda e: (e.timestamp is None, e.timestamp or _MIN, order.get(e.agent, 0), e.seq)
+        )
+        work = {}
+        for agent, stretches in self.work.items():
+            merged: list[list[datetime]] = []
+            for start, end in sorted(stretches):
+                if merged and (start - merged[-1][1]).total_seconds() < IDLE_GAP_S:
+                    merged[-1][1] = max(merged[-1][1], end)
+                else:
+                    merged.append([start, end])
+            work[agent] = tuple((a, b) for a, b in merged)
+        return Trace(agents, tuple(rows), work, dict(self.actions), dict(self.last), self.n)
+
+
 def trace_from_rows(agents: Iterable[Mapping], events: Iterable[Mapping]) -> Trace:
     """The one place where stored rows (or parsed records as dicts) become a Trace.
 
     `agents`: external_id, role, parent (external id or None), label, started_at, ended_at,
     status, position. `events`: agent (external id), seq, kind, timestamp, tool, text, files, target.
     """
-    built = tuple(
+    built = [
         Agent(
             id=str(a["external_id"]),
             role=str(a.get("role") or "sub"),
@@ -115,34 +188,31 @@ def trace_from_rows(agents: Iterable[Mapping], events: Iterable[Mapping]) -> Tra
             position=int(a.get("position") or 0),
         )
         for a in agents
-    )
-    rows = (
-        Event(
-            agent=str(e["agent"]),
-            seq=int(e["seq"]),
-            kind=str(e.get("kind") or ""),
-            timestamp=e.get("timestamp"),
-            tool=str(e.get("tool") or ""),
-            text=kept_text(str(e.get("kind") or ""), str(e.get("text") or "")),
-            files=tuple(str(f) for f in (e.get("files") or ()) if f),
-            target=str(e.get("target") or ""),
+    ]
+    builder = TraceBuilder()
+    for e in events:
+        kind, tool = str(e.get("kind") or ""), str(e.get("tool") or "")
+        builder.add(
+            Event(
+                agent=str(e["agent"]),
+                seq=int(e["seq"]),
+                kind=kind,
+                timestamp=e.get("timestamp"),
+                tool=tool,
+                text=kept_text(kind, tool, str(e.get("text") or "")),
+                files=tuple(str(f) for f in (e.get("files") or ()) if f),
+                target=str(e.get("target") or ""),
+            )
         )
-        for e in events
-    )
-    return make_trace(built, rows)
-
-
-def kept_text(kind: str, text: str) -> str:
-    """The part of an event's text the detectors read (the same at import and on recompute)."""
-    return text[:TEXT_CHARS] if kind in TEXT_KINDS else ""
+    return builder.build(built)
 
 
 def make_trace(agents: Iterable[Agent], events: Iterable[Event]) -> Trace:
-    """A Trace with its events in time order (ties by agent position, then seq)."""
-    agents = tuple(agents)
-    order = {a.id: a.position for a in agents}
-    rows = sorted(events, key=lambda e: (e.timestamp is None, e.timestamp or _MIN, order.get(e.agent, 0), e.seq))
-    return Trace(agents=agents, events=tuple(rows))
+    """A Trace from Agent and Event values (their texts cut as kept_text does)."""
+    builder = TraceBuilder()
+    for e in events:
+        builder.add(replace(e, text=kept_text(e.kind, e.tool, e.text)))
+    return builder.build(agents)
 
 
 # -- output --------------------------------------------------------------------------------
@@ -184,6 +254,12 @@ def _ev(e: Event, file: str = "") -> Evidence:
 
 def _agent_ev(a: Agent, time: datetime | None = None) -> Evidence:
     return Evidence(agent=a.id, seq=None, time=time or a.ended_at or a.started_at)
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    """A few names and how many more: an explanation stays one line however many agents."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _fmt(t: datetime | None) -> str:
@@ -243,13 +319,13 @@ def _brief(events: list[Event]) -> str | None:
     return None
 
 
-def _main_finish(main: Agent, mine: list[Event]) -> tuple[datetime, Event | None] | None:
+def _main_finish(trace: Trace, main: Agent) -> tuple[datetime, Event | None] | None:
     """When the main agent finished: its closing message (its last event is a message of its own)
     or a finished status. A log that just stops (on a join, a tool call: a cut excerpt, a crash)
     has no known finish, and the detectors that need one stay silent."""
-    timed = [e for e in mine if e.timestamp is not None]
-    if timed and timed[-1].kind == "message" and timed[-1].tool in ("assistant", ""):
-        return max(timed[-1].timestamp, main.ended_at or timed[-1].timestamp), timed[-1]
+    last = trace.last.get(main.id)
+    if last is not None and last.timestamp is not None and last.kind == "message" and last.tool in ("assistant", ""):
+        return max(last.timestamp, main.ended_at or last.timestamp), last
     if main.status.lower() in FINISHED and main.ended_at is not None:
         return main.ended_at, None
     return None
@@ -339,7 +415,6 @@ def unfinished_children(trace: Trace) -> list[Hit]:
     main = trace.main
     if main is None:
         return []
-    by_agent = _by_agent(trace)
     spans = _intervals(trace)
     hits = []
     for child in trace.subs:
@@ -352,7 +427,7 @@ def unfinished_children(trace: Trace) -> list[Hit]:
                     f"{child.id} ended with status '{child.status}' before finishing its work",
                 )
             )
-    finish = _main_finish(main, by_agent.get(main.id, []))
+    finish = _main_finish(trace, main)
     if finish is None:
         return hits
     finished_at, closing = finish
@@ -401,17 +476,23 @@ def parent_idle_wait(trace: Trace) -> list[Hit]:
             busy[-1][1] = max(busy[-1][1], e)
         else:
             busy.append([s, e])
-    mine = [e for e in trace.events if e.agent == main.id and e.timestamp is not None]
-    if not mine:  # the main agent's log is not in the bundle: its idling cannot be told
+    if main.id not in trace.last:  # the main agent's log is not in the bundle: its idling cannot be told
         return []
-    work = [e.timestamp for e in mine if e.kind not in NOT_WORK_KINDS and not _is_poll(e)]
+    mine = [e for e in trace.events if e.agent == main.id and e.timestamp is not None]
+    work = trace.work.get(main.id, ())  # its own work, in stretches merged while < IDLE_GAP_S apart
     polls = [e for e in mine if _is_poll(e) and any(s <= e.timestamp <= t for s, t in busy)]
     total = idle = 0.0
     longest: tuple[float, datetime, datetime] | None = None
     for s, t in busy:
         total += (t - s).total_seconds()
-        marks = [s, *(w for w in work if s < w < t), t]
-        for a, b in zip(marks, marks[1:], strict=False):
+        gaps, cursor = [], s
+        for start, end in work:
+            if end < s or start > t:
+                continue
+            gaps.append((cursor, max(start, cursor)))
+            cursor = max(cursor, min(end, t))
+        gaps.append((cursor, t))
+        for a, b in gaps:
             gap = (b - a).total_seconds()
             if gap >= IDLE_GAP_S:
                 idle += gap
@@ -457,7 +538,7 @@ def fanout_budget(trace: Trace) -> list[Hit]:
                 ("fan-out-budget-exhaustion",),
                 tuple(_ev(e) for e in refused[:5]),
                 f"{len(refused)} spawn(s) produced no sub-agent (refused, capped or failed): "
-                + ", ".join(e.target for e in refused[:3]),
+                + _some([e.target for e in refused]),
             )
         )
     briefs = {c.id: b for c in trace.subs if (b := _brief(by_agent.get(c.id, []))) is not None}
@@ -472,7 +553,7 @@ def fanout_budget(trace: Trace) -> list[Hit]:
                 f"{len(tiny)} of {len(briefs)} sub-agents got a brief under {BRIEF_SHORT_CHARS} characters",
             )
         )
-    actions = {c.id: sum(e.kind in ACTION_KINDS for e in by_agent.get(c.id, [])) for c in trace.subs}
+    actions = {c.id: trace.actions.get(c.id, 0) for c in trace.subs}
     total = sum(actions.values())
     if len(actions) >= DOMINANT_MIN_CHILDREN and total >= DOMINANT_MIN_ACTIONS:
         top = max(actions, key=lambda c: actions[c])
@@ -509,13 +590,15 @@ def serial_subagents(trace: Trace) -> list[Hit]:
 
 
 def duplicated_reads(trace: Trace) -> list[Hit]:
-    """Two or more sub-agents read the same file (the parent's own reads do not count)."""
-    subs = {c.id for c in trace.subs}
+    """Two or more sub-agents read the same file (the parent's own reads do not count, nor a
+    retried slot's attempts re-reading)."""
+    # Attempts of one retried slot count as one reader: re-reading is the retry's signature.
+    slot = {c.id: (m["slot"] if (m := _ATTEMPT.match(c.label)) else c.id) for c in trace.subs}
     readers: dict[str, dict[str, Event]] = defaultdict(dict)
     for e in trace.events:
-        if e.agent in subs and e.kind == "tool_call" and e.tool.lower() in READ_TOOLS:
+        if e.agent in slot and e.kind == "tool_call" and e.tool.lower() in READ_TOOLS:
             for f in e.files:
-                readers[_norm(f)].setdefault(e.agent, e)
+                readers[_norm(f)].setdefault(slot[e.agent], e)
     hits = []
     for path, by in sorted(readers.items()):
         if len(by) >= 2:
@@ -524,7 +607,7 @@ def duplicated_reads(trace: Trace) -> list[Hit]:
                     "duplicated_reads",
                     ("serial-investigation",),
                     tuple(_ev(e, path) for e in list(by.values())[:5]),
-                    f"{len(by)} sub-agents read {path}: " + ", ".join(by),
+                    f"{len(by)} sub-agents read {path}: " + _some([e.agent for e in by.values()]),
                 )
             )
     return hits
@@ -572,7 +655,7 @@ def verification_order(trace: Trace) -> list[Hit]:
     main = trace.main
     if main is None:
         return []
-    if _main_finish(main, [e for e in trace.events if e.agent == main.id]) is None:
+    if _main_finish(trace, main) is None:
         return []  # the log stops before the main agent finished: a later test may be missing
     subs = {c.id for c in trace.subs}
     child_writes = [e for e in trace.events if e.agent in subs and e.kind == WRITE and e.timestamp is not None]
@@ -626,7 +709,7 @@ def detect(trace: Trace) -> Detection:
         return Detection(reason="no main agent: the signatures are defined relative to it")
     if not trace.subs:
         return Detection(reason="no sub-agents: the concurrency signatures do not apply")
-    if not trace.events:
+    if not trace.n_events:
         return Detection(reason="no events: nothing to examine")
     hits = [hit for detector in DETECTORS.values() for hit in detector(trace)]
     return Detection(hits=hits)

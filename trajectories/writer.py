@@ -105,12 +105,13 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
     check = RunCheck(source)
     rows = _RunRows(run, source, lookups, check)
     buffer: list[tuple] = []
-    seen: list[signatures.Event] = []  # what the signature detectors read, kept small
+    seen = signatures.TraceBuilder()  # what the signature detectors read: a few events, not the run
     for row in check.events(records):
         buffer.append(row)
         key, seq, ts, kind, tool, text, files, target, _line = row
-        keep = signatures.kept_text(kind, text)
-        seen.append(signatures.Event(key, seq, kind, ts, tool, keep, tuple(files), target))
+        seen.add(
+            signatures.Event(key, seq, kind, ts, tool, signatures.kept_text(kind, tool, text), tuple(files), target)
+        )
         if len(buffer) >= FLUSH_ROWS:
             rows.write(buffer)
             buffer = []
@@ -119,7 +120,7 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
         signatures.Agent(c.key, c.role, c.parent, c.label, c.started_at, c.ended_at, c.status, c.position)
         for c in checked.contexts
     ]
-    detection = signatures.detect(signatures.make_trace(agents, seen))
+    detection = signatures.detect(seen.build(agents))
     # Written with the run's row (or its final save), not by an UPDATE of their own.
     run.signatures_version, run.signatures_note = signatures.DETECTOR_VERSION, detection.reason[:NOTE_MAX]
     rows.write(buffer, checked)
