@@ -30,7 +30,7 @@ PINS: dict[tuple[str, str], int] = {
     ("annotator", "discussions"): 5,
     ("annotator", "discussion"): 13,
     ("annotator", "runs"): 8,
-    ("annotator", "pair"): 7,
+    ("annotator", "pair"): 8,  # +1: both runs' signature hits, in one query
     ("adjudicator", "adjudication queue"): 6,
     ("adjudicator", "adjudicate"): 15,
     ("adjudicator", "studies"): 4,
@@ -41,7 +41,7 @@ PINS: dict[tuple[str, str], int] = {
     ("adjudicator", "study design"): 18,  # the balance, the forms' choices, the study's counts
     ("adjudicator", "run history"): 9,
     ("adjudicator", "runs"): 8,
-    ("adjudicator", "pair"): 7,
+    ("adjudicator", "pair"): 8,  # +1: both runs' signature hits
     ("admin", "studies"): 4,
     ("admin", "dashboard"): 10,
     ("admin", "runs"): 8,

@@ -236,3 +236,137 @@ def _run_lines(
             files=[rng.choice(FILES)] if kind == "file_write" else [],
         )
     yield event("main", end, "message", tool="assistant", text="Done.")
+
+
+# -- planted failure signatures (docs/signatures.md) ---------------------------------------
+
+PLANTS = (
+    "same_file_collision",
+    "unisolated_workspace_writes",
+    "unfinished_children",
+    "parent_idle_wait",
+    "fanout_budget",
+    "serial_subagents",
+    "duplicated_reads",
+    "checkpoint_free_retry",
+    "verification_order",
+)
+PLANTED_BENCHMARK = "Planted signatures"
+MANIFEST_NAME = "manifest.json"
+
+
+def generate_planted(out: Path, *, seed: int = 0, copies: int = 2) -> list[Path]:
+    """A corpus where each run has exactly the signatures the manifest says: `copies` clean runs
+    (a disciplined fan-out that no detector fires on) and `copies` runs per entry of PLANTS, each
+    the clean run with that one failure planted. Writes one Parallax JSONL file per run and
+    `manifest.json` ({file name: [planted detectors]}); returns the run files. Same seed, same
+    bytes. The clean shape and every plant are described in docs/signatures.md."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, list[str]] = {}
+    written = []
+    for plant in (None, *PLANTS):
+        for copy in range(copies):
+            rng = random.Random(f"{seed}:planted:{plant}:{copy}")
+            agent = AGENTS[copy % len(AGENTS)]
+            task_id = f"planted-{(plant or 'clean').replace('_', '-')}-{copy:02d}"
+            lines = _planted_lines(rng, task_id, agent, plant)
+            path = out / f"{task_id}.jsonl"
+            path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+            manifest[path.name] = [plant] if plant else []
+            written.append(path)
+    (out / MANIFEST_NAME).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    return written
+
+
+def _planted_lines(rng: random.Random, task_id: str, agent: AgentProfile, plant: str | None) -> list[dict]:
+    start = datetime(2026, 9, 1, tzinfo=UTC) + timedelta(minutes=rng.randrange(0, 60 * 24 * 30))
+
+    def at(seconds: float) -> str:
+        return _iso(start + timedelta(seconds=seconds))
+
+    seq: dict[str, int] = {}
+    events: list[dict] = []
+
+    def event(ctx: str, t: float, kind: str, **extra) -> None:
+        seq[ctx] = seq.get(ctx, -1) + 1
+        events.append({"type": "event", "context": ctx, "seq": seq[ctx], "ts": at(t), "kind": kind, **extra})
+
+    end = 600.0
+    header = {
+        "type": "run",
+        "format": "parallax/1",
+        "run_id": f"{task_id}/{agent.name}/concurrent",
+        "task": {"benchmark": PLANTED_BENCHMARK, "id": task_id, "difficulty": "medium"},
+        "agent": {"system": agent.name, "model": agent.model},
+        "mode": "concurrent",
+        "outcomes": {"task_pass": rng.random() < 0.5, "duration_s": end},
+    }
+    contexts = [
+        {
+            "type": "context",
+            "id": "main",
+            "role": "main",
+            "label": "main agent",
+            "started_at": at(0),
+            "ended_at": at(end),
+        }
+    ]
+    # Three workers, each on its own module in its own worktree, overlapping; or one after another.
+    if plant == "serial_subagents":
+        windows = [(10.0, 70.0), (80.0, 140.0), (150.0, 210.0)]
+    else:
+        windows = [(10.0 + i, 200.0 + 20 * i) for i in range(3)]
+    if plant == "unfinished_children":
+        windows[2] = (windows[2][0], 700.0)  # still running when the main agent says it is done
+    workers = [(f"w{i}", i, s, e) for i, (s, e) in enumerate(windows)]
+    if plant == "checkpoint_free_retry":
+        workers[2] = ("w2", 2, windows[2][0], 100.0)
+        workers.append(("w2b", 2, 110.0, 230.0))
+
+    event("main", 0, "message", tool="user", text=f"Solve {task_id}.")
+    event("main", 5, "tool_call", tool="Read", text="read the plan", files=["docs/plan.md"])
+    if plant == "verification_order":
+        event("main", 8, "tool_call", tool="Bash", text="pytest -q")  # before any worker wrote
+    for ctx, _slot, s, _e in workers:
+        event("main", s, "spawn", tool="spawn_agent", text=f"spawn {ctx}", target=ctx)
+    if plant == "fanout_budget":
+        event("main", 13, "spawn", tool="spawn_agent", text="spawn w3", target="w3")
+        event("main", 13.5, "tool_result", tool="spawn_agent", text="[error] spawn refused: at most 3 sub-agents")
+    for ctx, slot, s, e in workers:
+        label = f"worker {slot}: implement src/mod_{slot}.py"
+        if plant == "checkpoint_free_retry" and slot == 2:
+            label += f" · attempt {1 if ctx == 'w2' else 2} of 2"
+        status = "failed" if ctx == "w2" and plant == "checkpoint_free_retry" else "completed"
+        contexts.append(
+            {"type": "context", "id": ctx, "parent": "main", "role": "sub", "label": label, "started_at": at(s),
+             "ended_at": at(e), "status": status}
+        )  # fmt: skip
+        brief = (
+            f"You own src/mod_{slot}.py and nothing else. Implement the parser described in docs/plan.md, "
+            f"section {slot + 1}, keep the public names, add no dependency, and report the functions you "
+            "changed and how you checked them. Do not edit other modules; the main agent integrates."
+        )
+        event(ctx, s, "message", tool="user", text=brief)
+        if plant != "unisolated_workspace_writes":
+            event(ctx, s + 1, "tool_call", tool="Bash", text=f"git worktree add ../wt-{ctx} -b {ctx}")
+        event(ctx, s + 5, "tool_call", tool="Read", text="read", files=[f"src/mod_{slot}.py"])
+        if plant == "duplicated_reads" and ctx == "w1":
+            event(ctx, s + 6, "tool_call", tool="Read", text="read", files=["src/mod_0.py"])
+        event(ctx, s + 30, "file_write", tool="Edit", text="edit", files=[f"src/mod_{slot}.py"])
+        if plant == "same_file_collision" and ctx == "w1":
+            event(ctx, s + 40, "file_write", tool="Edit", text="edit", files=["src/mod_0.py"])
+        event(ctx, s + 45, "tool_call", tool="Bash", text=f"python -m compileall src/mod_{slot}.py")
+        event(ctx, min(s + 50, e), "message", tool="assistant", text=f"{ctx} done")
+    busy_end = max(e for *_, e in workers if e < end)
+    if plant != "parent_idle_wait":  # the parent keeps working while its workers run
+        for k in range(int(15 + rng.random()), int(busy_end) + 10, 10):
+            event("main", k, "tool_call", tool="Read", text="review notes", files=["docs/notes.md"])
+    for ctx, _slot, _s, e in workers:
+        if e < end:
+            event("main", e, "join", tool="wait", text=f"{ctx} done", target=ctx)
+    event("main", busy_end + 20, "file_write", tool="Edit", text="integrate", files=["src/__init__.py"])
+    if plant != "verification_order":
+        event("main", busy_end + 30, "tool_call", tool="Bash", text="pytest -q")
+    event("main", end, "message", tool="assistant", text="Done.")
+    events.sort(key=lambda line: line["ts"])
+    return [header, *contexts, *events]

@@ -131,6 +131,14 @@ class Run(models.Model):
     last_subagent_end_pos = models.FloatField(null=True)
     created_without_overlap = models.BooleanField(default=False)
 
+    # Failure signatures (docs/signatures.md): the hits are SignatureHit rows.
+    signatures_version = models.PositiveSmallIntegerField(
+        null=True, help_text="Detector version of the stored hits (null: never checked)."
+    )
+    signatures_note = models.CharField(
+        max_length=200, blank=True, default="", help_text="Why no signature could be checked, if so."
+    )
+
     class Meta:
         ordering = ["task__benchmark__name", "task__external_id", "agent__name", "mode"]
         constraints = [
@@ -254,3 +262,25 @@ class RunFile(models.Model):
     @property
     def name(self) -> str:
         return self.path.rsplit("/", 1)[-1]
+
+
+class SignatureHit(models.Model):
+    """One failure-signature hit found in a run by a detector of trajectories/signatures.py
+    (docs/signatures.md): evidence for an annotator to confirm or reject, never a label.
+    Written at import and replaced whole by `detect_signatures`."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="signature_hits", db_index=False)
+    detector = models.CharField(max_length=50)
+    modes = models.JSONField(default=list, help_text="Codebook mode keys the hit supports.")
+    evidence = models.JSONField(default=list, help_text="[{agent, seq, file, time}] of the events that show it.")
+    explanation = models.TextField()
+    detector_version = models.PositiveSmallIntegerField()
+    position = models.PositiveSmallIntegerField(default=0, help_text="Order among the run's hits.")
+
+    class Meta:
+        ordering = ["run", "position"]
+        # Leads with run: the run page reads a run's hits in order; `detect_signatures` deletes them.
+        indexes = [models.Index(fields=["run", "position"], name="signature_hit_run_position")]
+
+    def __str__(self) -> str:
+        return f"{self.detector} in run {self.run_id}"

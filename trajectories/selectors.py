@@ -20,7 +20,7 @@ from .artifacts import (
     summary_tests,
 )
 from .benchmarks import canonical_benchmark
-from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, Task
+from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, SignatureHit, Task
 
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
 
@@ -68,6 +68,23 @@ def pair_sides(run: Run) -> dict:
             {"mode": Run.Mode.SEQUENTIAL, "run": sequential},
         ],
     }
+
+
+def run_signature_rows(*, runs: list[Run | None]) -> list[dict]:
+    """The signature hits of these runs (one query), as one row per run that exists, in the
+    order given: {run, hits, note}. The note says why a run has no hits."""
+    present = [r for r in runs if r is not None]
+    hits: dict[int, list[SignatureHit]] = {r.pk: [] for r in present}
+    for hit in SignatureHit.objects.filter(run__in=present).order_by("run_id", "position"):
+        hits[hit.run_id].append(hit)
+    rows = []
+    for run in present:
+        if run.signatures_version is None:
+            note = "not checked yet (manage.py detect_signatures)"
+        else:
+            note = run.signatures_note or "no signature found"
+        rows.append({"run": run, "hits": hits[run.pk], "note": note})
+    return rows
 
 
 # -- lists and pages -------------------------------------------------------------------------

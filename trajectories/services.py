@@ -29,11 +29,11 @@ from django.utils import timezone
 
 from activity.services import record
 
-from . import archives
+from . import archives, signatures
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
 from .formats.records import FormatError, RunSource
-from .models import ImportBatch, Run
-from .writer import Lookups, new_run, store_files, store_run
+from .models import AgentContext, Event, ImportBatch, Run, SignatureHit
+from .writer import NOTE_MAX, Lookups, new_run, signature_hit_rows, store_files, store_run
 
 DUPLICATE_MESSAGE = "already imported (same content)"
 
@@ -339,3 +339,45 @@ def import_batch_run(*, batch_id: int) -> ImportBatch:
     shutil.rmtree(path.parent, ignore_errors=True)
     batch.refresh_from_db()
     return batch
+
+
+# -- failure signatures (trajectories/signatures.py, docs/signatures.md) ----------------------
+
+
+def run_signatures_store(*, run_ids: list[int]) -> int:
+    """Detect the signatures of these runs from their stored agents and events and replace their
+        stored hits (idempotent): what `detect_signatures` runs. Two queries read the runs' agents and
+    events, and a few write, however many runs (the importer stores a new run's hits itself, from
+    the rows it has just written: writer.store_run).
+        Returns the number of hits stored."""
+    if not run_ids:
+        return 0
+    agents: dict[int, list[dict]] = {pk: [] for pk in run_ids}
+    names: dict[int, str] = {}
+    parents: dict[int, int | None] = {}
+    fields = ("pk", "run_id", "parent_id", "external_id", "role", "label", "started_at", "ended_at", "status")
+    for row in AgentContext.objects.filter(run_id__in=run_ids).order_by().values(*fields, "position"):
+        names[row["pk"]] = row["external_id"]
+        parents[row["pk"]] = row.pop("parent_id")
+        agents[row.pop("run_id")].append(row)
+    for rows in agents.values():
+        for row in rows:
+            parent = parents[row["pk"]]
+            row["parent"] = names.get(parent) if parent is not None else None
+    events: dict[int, list[dict]] = {pk: [] for pk in run_ids}
+    event_fields = ("run_id", "context_id", "seq", "kind", "timestamp", "tool", "text", "files", "target")
+    for row in Event.objects.filter(run_id__in=run_ids).order_by().values(*event_fields):
+        row["agent"] = names.get(row.pop("context_id"), "")
+        events[row.pop("run_id")].append(row)
+    hits: list[SignatureHit] = []
+    notes: dict[str, list[int]] = {}
+    for pk in run_ids:
+        found = signatures.detect(signatures.trace_from_rows(agents[pk], events[pk]))
+        notes.setdefault(found.reason[:NOTE_MAX], []).append(pk)
+        hits += signature_hit_rows(run_id=pk, detection=found)
+    with transaction.atomic():
+        SignatureHit.objects.filter(run_id__in=run_ids).delete()
+        SignatureHit.objects.bulk_create(hits, batch_size=500)
+        for note, pks in notes.items():
+            Run.objects.filter(pk__in=pks).update(signatures_version=signatures.DETECTOR_VERSION, signatures_note=note)
+    return len(hits)

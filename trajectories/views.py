@@ -101,7 +101,9 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(
         visible_runs(request.user, Run.objects.select_related("task__benchmark", "agent")), pk=run_id
     )
-    return render(request, "trajectories/run_detail.html", selectors.pair_sides(run))
+    context = selectors.pair_sides(run)
+    context["signatures"] = selectors.run_signature_rows(runs=[row["run"] for row in context["pair_rows"]])
+    return render(request, "trajectories/run_detail.html", context)
 
 
 @require_GET

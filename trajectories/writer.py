@@ -18,10 +18,11 @@ import orjson
 from django.db import connections, router
 from psycopg.types.json import Jsonb
 
+from . import signatures
 from .artifacts import artifact_kind, read_text
 from .benchmarks import canonical_benchmark
 from .formats.records import FormatError, RunHeader, RunSource
-from .models import AgentContext, AgentSystem, Benchmark, Event, ImportBatch, Run, RunFile, Task
+from .models import AgentContext, AgentSystem, Benchmark, Event, ImportBatch, Run, RunFile, SignatureHit, Task
 from .validate import SOURCE_NAME_MAX, CheckedContext, CheckedRun, RunCheck
 
 FLUSH_ROWS = 5000  # events per write
@@ -104,14 +105,47 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
     check = RunCheck(source)
     rows = _RunRows(run, source, lookups, check)
     buffer: list[tuple] = []
+    seen = signatures.TraceBuilder()  # what the signature detectors read: a few events, not the run
     for row in check.events(records):
         buffer.append(row)
+        key, seq, ts, kind, tool, text, files, target, _line = row
+        seen.add(
+            signatures.Event(key, seq, kind, ts, tool, signatures.kept_text(kind, tool, text), tuple(files), target)
+        )
         if len(buffer) >= FLUSH_ROWS:
             rows.write(buffer)
             buffer = []
     checked = check.finish()
+    agents = [
+        signatures.Agent(c.key, c.role, c.parent, c.label, c.started_at, c.ended_at, c.status, c.position)
+        for c in checked.contexts
+    ]
+    detection = signatures.detect(seen.build(agents))
+    # Written with the run's row (or its final save), not by an UPDATE of their own.
+    run.signatures_version, run.signatures_note = signatures.DETECTOR_VERSION, detection.reason[:NOTE_MAX]
     rows.write(buffer, checked)
-    return rows.complete(checked)
+    run = rows.complete(checked)
+    if detection.hits:
+        SignatureHit.objects.bulk_create(signature_hit_rows(run_id=run.pk, detection=detection), batch_size=500)
+    return run
+
+
+NOTE_MAX = Run._meta.get_field("signatures_note").max_length
+
+
+def signature_hit_rows(*, run_id: int, detection: signatures.Detection) -> list[SignatureHit]:
+    return [
+        SignatureHit(
+            run_id=run_id,
+            detector=hit.detector,
+            modes=list(hit.modes),
+            evidence=[e.as_dict() for e in hit.evidence],
+            explanation=hit.explanation,
+            detector_version=signatures.DETECTOR_VERSION,
+            position=i,
+        )
+        for i, hit in enumerate(detection.hits)
+    ]
 
 
 class _RunRows:

@@ -91,7 +91,9 @@ def test_run_page_cost_does_not_grow_with_the_run(browser_client, tmp_path):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    import_paths(paths=[write_jsonl(tmp_path / "a" / "small.jsonl", simple_run("small", n_sub=1))])
+    # Two sub-agents, so that the small run has the same one signature hit as the large one
+    # (two or more writers at once: unisolated_workspace_writes), whose text does not grow with them.
+    import_paths(paths=[write_jsonl(tmp_path / "a" / "small.jsonl", simple_run("small", n_sub=2))])
     import_paths(paths=[write_jsonl(tmp_path / "b" / "large.jsonl", simple_run("large", n_sub=250))])
     sizes, queries = {}, {}
     for name in ("small", "large"):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from trajectories.generate import SCALES, generate_corpus
+from trajectories.generate import MANIFEST_NAME, SCALES, generate_corpus, generate_planted
 
 
 class Command(BaseCommand):
@@ -21,7 +21,19 @@ class Command(BaseCommand):
             help="Write the study's cell layout (cell.json, agent/ log, demo patch, final answer and evaluation).",
         )
 
+        parser.add_argument(
+            "--plant",
+            action="store_true",
+            help=f"Write the planted-signatures corpus instead (docs/signatures.md), with {MANIFEST_NAME} "
+            "naming the signatures planted in each run.",
+        )
+        parser.add_argument("--copies", type=int, default=2, help="With --plant: runs per planted signature.")
+
     def handle(self, *args, **options) -> None:
+        if options["plant"]:
+            paths = generate_planted(Path(options["out"]), seed=options["seed"], copies=options["copies"])
+            self.stdout.write(self.style.SUCCESS(f"wrote {len(paths)} runs and {MANIFEST_NAME} to {options['out']}"))
+            return
         paths = generate_corpus(
             Path(options["out"]),
             scale=options["scale"],
