@@ -224,6 +224,7 @@ def pair_metrics(*, study: Study) -> list[RunMetrics]:
         "agent__name",
         "task__benchmark__name",
         "task__difficulty",
+        "task__external_id",
         *PROCESS_METRICS,
     )
     runs = study.runs.all()
@@ -242,6 +243,7 @@ def pair_metrics(*, study: Study) -> list[RunMetrics]:
                     difficulty=row["task__difficulty"],
                     mode=side,
                     values={name: values[name] for name in PROCESS_METRICS},
-                )  # fmt: skip
+                    task=row["task__external_id"],
+                )
             )
     return out

@@ -327,6 +327,7 @@ class RunMetrics:
     difficulty: str
     mode: str  # concurrent | sequential
     values: Mapping[str, float | None]  # PROCESS_METRICS -> value (None: not known / not applicable)
+    task: str = ""
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
