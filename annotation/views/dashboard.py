@@ -118,7 +118,7 @@ def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     if not (raw.isascii() and raw.isdigit() and int(raw) > 0):
         return invalid_parameter(request, f"'page' must be a positive number, got {raw[:40]!r}")
     number = int(raw)
-    rules, tags = study.rq4()
+    rules, mechanisms = study.rq4()
     rows = stored.helped
     shown = rows[(number - 1) * HELPED_PAGE_SIZE : number * HELPED_PAGE_SIZE]
     reasons = {concurrent: why for concurrent, _, why in shown}
@@ -136,8 +136,7 @@ def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         "number": number,
         "previous": number - 1 if number > 1 else None,
         "next": number + 1 if number * HELPED_PAGE_SIZE < len(rows) else None,
-        "mechanisms": tags,
-        "labels": dict(tags),
+        "mechanisms": mechanisms,
         # the study's rules now: when they changed after these candidates were computed, the status
         # line above says the figures are not current until the worker has recomputed them
         "rules": rules.descriptions(),
