@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the coded_study fixture is imported, and each test names it
 """A study's analysis settings on the web: κ's code universe, RQ4's rules and mechanism tags. Only
 its lead may change them; a bad value names its field and stores nothing; a change of what the
 statistics depend on bumps their version, and the worker's figures, the exports and the bundle say
@@ -44,7 +45,7 @@ def version(study) -> int:
     return Study.objects.get(pk=study.pk).statistics_version
 
 
-def test_only_the_studys_lead_may_see_or_change_the_settings(coded_study, trio, adjudicator, admin_user):  # noqa: F811
+def test_only_the_studys_lead_may_see_or_change_the_settings(coded_study, trio, adjudicator, admin_user):
     before = version(coded_study)
     annotator = client_for(trio[0])
     assert annotator.get(url(coded_study)).status_code == 403
@@ -56,7 +57,7 @@ def test_only_the_studys_lead_may_see_or_change_the_settings(coded_study, trio, 
     assert "complementary: complementary work" in body
 
 
-def test_the_universe_and_the_rules_change_the_statistics(coded_study, adjudicator, django_capture_on_commit_callbacks):  # noqa: F811
+def test_the_universe_and_the_rules_change_the_statistics(coded_study, adjudicator, django_capture_on_commit_callbacks):
     before = version(coded_study)
     client = client_for(adjudicator)
     data = {**DEFAULTS, "kappa_universe": "observed", "faster_min_seconds": "10"}
@@ -96,7 +97,7 @@ def test_the_universe_and_the_rules_change_the_statistics(coded_study, adjudicat
         ("mechanisms", "a: x\na: y", "given twice"),
     ],
 )
-def test_a_bad_value_names_its_field_and_stores_nothing(coded_study, adjudicator, field, value, said):  # noqa: F811
+def test_a_bad_value_names_its_field_and_stores_nothing(coded_study, adjudicator, field, value, said):
     before = version(coded_study), Study.objects.get(pk=coded_study.pk).rq4_settings
     client = client_for(adjudicator)
     response = client.post(url(coded_study), {**DEFAULTS, "kappa_universe": "observed", field: value})
@@ -117,7 +118,7 @@ def test_a_bad_value_names_its_field_and_stores_nothing(coded_study, adjudicator
     assert htmx.status_code == 422 and "<html" not in htmx.content.decode() and said in htmx.content.decode()
 
 
-def test_no_rule_enabled_is_refused(coded_study, adjudicator):  # noqa: F811
+def test_no_rule_enabled_is_refused(coded_study, adjudicator):
     data = {k: v for k, v in DEFAULTS.items() if k not in ("higher_test_pass", "solved_only_concurrently", "faster")}
     response = client_for(adjudicator).post(url(coded_study), data)
     assert response.status_code == 422 and "at least one rule" in response.content.decode()
@@ -138,7 +139,7 @@ def _export(client, study, kind: str) -> str:
     return b"".join(client.get(f"/annotate/studies/{study.pk}/export/{kind}.csv").streaming_content).decode()
 
 
-def test_mechanism_tags_are_the_studys_and_a_used_one_stays(coded_study, adjudicator):  # noqa: F811
+def test_mechanism_tags_are_the_studys_and_a_used_one_stays(coded_study, adjudicator):
     run = _helped_run(coded_study)
     client = client_for(adjudicator)
     before = version(coded_study)
@@ -169,7 +170,7 @@ def test_mechanism_tags_are_the_studys_and_a_used_one_stays(coded_study, adjudic
 
 def test_stricter_rules_drop_a_candidate_and_the_export_records_them(
     coded_study, adjudicator, django_capture_on_commit_callbacks
-):  # noqa: F811
+):
     _helped_run(coded_study)
     client = client_for(adjudicator)
     with django_capture_on_commit_callbacks(execute=True):
@@ -181,7 +182,7 @@ def test_stricter_rules_drop_a_candidate_and_the_export_records_them(
     assert "test pass higher by &gt; 0.6" in page and "No pair where concurrency helped" in page
 
 
-def test_the_bundle_reproduces_under_the_studys_settings(coded_study, adjudicator, tmp_path):  # noqa: F811
+def test_the_bundle_reproduces_under_the_studys_settings(coded_study, adjudicator, tmp_path):
     _helped_run(coded_study)
     client_for(adjudicator).post(
         url(coded_study), {**DEFAULTS, "kappa_universe": "observed", "faster_min_fraction": "0.1"}
@@ -206,7 +207,7 @@ def test_the_bundle_reproduces_under_the_studys_settings(coded_study, adjudicato
     assert checked.returncode == 1 and "code universe mode" in checked.stdout
 
 
-def test_the_dashboard_shows_rq1_effect_sizes_and_rq2(coded_study, adjudicator):  # noqa: F811
+def test_the_dashboard_shows_rq1_effect_sizes_and_rq2(coded_study, adjudicator):
     body = client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/").content.decode()
     for text in ("Odds ratio b/c", "Task pass difference", "Per agent × benchmark", "RQ2", "median [Q1, Q3]",
                  "all codes of the codebook", "Change the analysis settings"):  # fmt: skip
