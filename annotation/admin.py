@@ -22,8 +22,10 @@ class StudyAdmin(admin.ModelAdmin):
                actor=request.user, study_id=obj.pk, changed=changed)  # fmt: skip
 
     def get_readonly_fields(self, request, obj=None):
-        # A study's codebook is pinned when it is created, and only a frozen version can be.
-        return ["codebook"] if obj is not None else []
+        # A study's codebook is pinned when it is created, and only a frozen version can be. Its analysis
+        # settings change on its settings page only (validated, and the statistics are recomputed).
+        analysis = ["kappa_universe", "rq4_settings"]
+        return ["codebook", *analysis] if obj is not None else analysis
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "codebook":

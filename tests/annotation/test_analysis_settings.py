@@ -212,3 +212,20 @@ def test_the_dashboard_shows_rq1_effect_sizes_and_rq2(coded_study, adjudicator):
     for text in ("Odds ratio b/c", "Task pass difference", "Per agent × benchmark", "RQ2", "median [Q1, Q3]",
                  "all codes of the codebook", "Change the analysis settings"):  # fmt: skip
         assert text in body, text
+
+
+def test_annotators_get_no_study_wide_figures_and_the_admin_cannot_bypass_the_settings(
+    coded_study, trio, adjudicator, admin_user
+):
+    from rest_framework.test import APIClient
+
+    for kind in ("rq1", "rq2", "rq4"):
+        assert client_for(trio[0]).get(f"/annotate/studies/{coded_study.pk}/export/{kind}.csv").status_code == 403
+        api = APIClient()
+        api.force_authenticate(trio[0])
+        assert api.get(f"/api/studies/{coded_study.pk}/exports/{kind}/").status_code == 403
+        api.force_authenticate(adjudicator)
+        assert api.get(f"/api/studies/{coded_study.pk}/exports/{kind}/").status_code == 200
+    # the Django admin shows the settings but does not edit them (no validation or recomputation there)
+    page = client_for(admin_user).get(f"/admin/annotation/study/{coded_study.pk}/change/").content.decode()
+    assert 'name="kappa_universe"' not in page and 'name="rq4_settings"' not in page
