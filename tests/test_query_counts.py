@@ -37,6 +37,7 @@ PINS: dict[tuple[str, str], int] = {
     ("adjudicator", "dashboard"): 10,
     ("adjudicator", "statistics status"): 5,
     ("adjudicator", "RQ4 pairs"): 7,
+    ("adjudicator", "analysis settings"): 4,  # session, user, the study, the user's groups
     ("adjudicator", "run history"): 9,
     ("adjudicator", "runs"): 8,
     ("adjudicator", "pair"): 7,
@@ -101,6 +102,7 @@ def _pages(study, coder, adjudicator) -> dict[tuple[str, str], str]:
         ("adjudicator", "dashboard"): f"/annotate/studies/{study.pk}/",
         ("adjudicator", "statistics status"): f"/annotate/studies/{study.pk}/statistics/",
         ("adjudicator", "RQ4 pairs"): f"/annotate/studies/{study.pk}/advantage/",
+        ("adjudicator", "analysis settings"): f"/annotate/studies/{study.pk}/settings/",
         ("adjudicator", "run history"): f"/annotate/studies/{study.pk}/runs/{run.pk}/history/",
         ("adjudicator", "runs"): "/trajectories/",
         ("adjudicator", "pair"): f"/trajectories/runs/{run.pk}/",

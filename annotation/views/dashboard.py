@@ -174,10 +174,14 @@ def analysis_settings(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         except SettingsError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
-            if changed:
+            names = {"kappa_universe": "κ's code universe", "rq4_rules": "RQ4's rules", "mechanisms": "mechanism tags"}
+            said = ", ".join(names[name] for name in changed)
+            if set(changed) - {"mechanisms"}:
                 messages.success(
-                    request, f"Saved ({', '.join(changed)}); the statistics follow when the worker has them."
+                    request, f"Saved: {said}. The statistics are recomputed: this page says when they land."
                 )
+            elif changed:
+                messages.success(request, f"Saved: {said}.")
             else:
                 messages.info(request, "Nothing changed.")
             if request.htmx:  # the form was posted in place: the browser goes to the dashboard
