@@ -11,13 +11,14 @@ from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, P
 class StudyAdmin(admin.ModelAdmin):
     """Name and adjudicator only: a study is created, and its design (annotators, k, seed, runs,
     closing) changed, on its design page (Studies → New study / design), whose services keep the
-    assignment balanced and record every change."""
+    assignment balanced and record every change; its analysis settings on its settings page (validated,
+    and the statistics are recomputed)."""
 
     list_display = ["name", "codebook", "coders_per_run", "adjudicator", "closed_at", "created_at"]
     fields = ["name", "adjudicator", "codebook", "annotators", "coders_per_run", "seed", "closed_at",
-              "statistics_version", "created_at", "created_by"]  # fmt: skip
-    readonly_fields = ["codebook", "annotators", "coders_per_run", "seed", "closed_at", "statistics_version",
-                       "created_at", "created_by"]  # fmt: skip
+              "kappa_universe", "rq4_settings", "statistics_version", "created_at", "created_by"]  # fmt: skip
+    readonly_fields = ["codebook", "annotators", "coders_per_run", "seed", "closed_at", "kappa_universe",
+                       "rq4_settings", "statistics_version", "created_at", "created_by"]  # fmt: skip
 
     def has_add_permission(self, request) -> bool:
         return False

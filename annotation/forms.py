@@ -5,12 +5,16 @@ The adjudication form names its fields the same way, one set per ruled mode (`ra
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
+
 from django import forms
 from django.http import QueryDict
 
 from .errors import AnnotationError
 from .services.coding import MAX_INSTANCES, LabelInput, field_key
 from .services.review import Ruling
+from .stats.reports import Rq4Rules
+from .stats.settings import CODE_UNIVERSES, SettingsError, format_mechanisms, parse_mechanisms, rq4_rules
 
 
 def _int(value: str | None, field: str) -> int:
@@ -167,3 +171,39 @@ class AnnotatorChangeForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["leaving"].queryset = current
         self.fields["replacement"].queryset = candidates
+
+
+class AnalysisSettingsForm(forms.Form):
+    """A study's analysis settings (annotation/stats/settings.py validates them; its errors land on
+    the field they name)."""
+
+    kappa_universe = forms.ChoiceField(choices=list(CODE_UNIVERSES.items()), label="κ's code universe")
+    higher_test_pass = forms.BooleanField(required=False, label="Higher test pass")
+    test_pass_margin = forms.FloatField(label="by more than (test pass difference, 0–1)")
+    solved_only_concurrently = forms.BooleanField(required=False, label="Solved only concurrently")
+    faster = forms.BooleanField(required=False, label="Faster with no lower test pass")
+    faster_min_seconds = forms.FloatField(label="at least (seconds)")
+    faster_min_fraction = forms.FloatField(label="and at least (fraction of the sequential time, 0.2 = 20%)")
+    mechanisms = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}), label="Mechanism tags (one per line: key: label)"
+    )
+
+    @classmethod
+    def for_study(cls, study, data=None) -> AnalysisSettingsForm:
+        rules, tags = study.rq4()
+        initial = {"kappa_universe": study.kappa_universe, **asdict(rules), "mechanisms": format_mechanisms(tags)}
+        return cls(data, initial=initial)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["rules"] = rq4_rules({f.name: data[f.name] for f in fields(Rq4Rules)})
+        except SettingsError as exc:
+            self.add_error(exc.field, exc.message)
+        try:
+            data["tags"] = parse_mechanisms(data["mechanisms"])
+        except SettingsError as exc:
+            self.add_error("mechanisms", exc.message)
+        return data

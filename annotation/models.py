@@ -9,6 +9,9 @@ from django.db.models import Q
 from taxonomy.models import Code, Codebook, FrozenCodebookError
 from trajectories.models import Run
 
+from .stats.reports import Rq4Rules
+from .stats.settings import CODE_UNIVERSES, DEFAULT_CODE_UNIVERSE, rq4_settings
+
 User = settings.AUTH_USER_MODEL
 
 
@@ -40,12 +43,27 @@ class Study(models.Model):
     statistics_queued_at = models.DateTimeField(
         null=True, blank=True, help_text="When a refresh of the statistics was queued and has not started yet."
     )
+    kappa_universe = models.CharField(
+        max_length=10,
+        choices=list(CODE_UNIVERSES.items()),
+        default=DEFAULT_CODE_UNIVERSE,
+        help_text="The codes agreement is computed over: every code of the codebook, or those observed in the study.",
+    )
+    rq4_settings = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='RQ4: {"rules": {...}, "mechanisms": [[key, label], ...]}; empty for the defaults '
+        "(annotation/stats/settings.py).",
+    )
 
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "studies"
         constraints = [
             models.CheckConstraint(condition=Q(coders_per_run__gte=2), name="study_two_or_more_coders_per_run"),
+            models.CheckConstraint(
+                condition=Q(kappa_universe__in=list(CODE_UNIVERSES)), name="study_kappa_universe_known"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -60,6 +78,10 @@ class Study(models.Model):
             if pinned is not None and pinned != self.codebook_id:
                 raise FrozenCodebookError(f"{self.name}: its codebook is pinned; create a new study to use another")
         super().save(*args, **kwargs)
+
+    def rq4(self) -> tuple[Rq4Rules, list[tuple[str, str]]]:
+        """RQ4's rules and mechanism tags for this study (the defaults unless set)."""
+        return rq4_settings(self.rq4_settings)
 
 
 class StudyStatistics(models.Model):
@@ -368,16 +390,9 @@ class Comment(models.Model):
 class AdvantageTag(models.Model):
     """RQ4: for a pair where concurrency helped, the mechanism that explains it."""
 
-    class Mechanism(models.TextChoices):
-        COMPLEMENTARY = "complementary", "complementary work"
-        ALTERNATIVES = "alternatives", "alternative-solution selection"
-        VERIFICATION = "verification", "independent verification"
-        OTHER = "other"
-        NONE = "none", "no real advantage (noise)"
-
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="advantage_tags")
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+", help_text="The concurrent run.")
-    mechanism = models.CharField(max_length=13, choices=Mechanism.choices)
+    mechanism = models.CharField(max_length=40, help_text="A key of the study's mechanism tags (Study.rq4_settings).")
     note = models.TextField(blank=True, default="")
     tagged_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     tagged_at = models.DateTimeField(auto_now=True)

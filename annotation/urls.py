@@ -29,6 +29,7 @@ urlpatterns = [
     path("studies/<int:study_id>/statistics/refresh/", dashboard.statistics_refresh, name="statistics_refresh"),
     path("studies/<int:study_id>/advantage/", dashboard.helped_pairs, name="helped_pairs"),
     path("studies/<int:study_id>/advantage/<int:run_id>/", dashboard.helped_pair_tag, name="helped_pair_tag"),
+    path("studies/<int:study_id>/settings/", dashboard.analysis_settings, name="analysis_settings"),
     path("studies/<int:study_id>/export/<slug:kind>.csv", dashboard.study_export, name="export"),
     path("studies/<int:study_id>/bundle.zip", dashboard.study_bundle, name="bundle"),
     path("studies/<int:study_id>/runs/<int:run_id>/history/", dashboard.run_history, name="run_history"),

@@ -13,10 +13,19 @@ in docs/agreement.md:
   and the headline (mode-level mean pairwise pooled kappa) with its percentile bootstrap CI over runs;
 * Table 3 from the final labels: instances per category, subcategory and mode, percent, and each code's
   share of each agent system's instances;
-* RQ1 from the pairs: task pass and mean test pass per agent x benchmark, the exact McNemar test per
-  agent with Holm's correction, and the token and time ratios.
+* RQ1 from the pairs: task pass and mean test pass per agent x benchmark; per agent and per agent x
+  benchmark McNemar's n, b and c, the exact McNemar p with Holm's correction within each table, the
+  paired difference in task pass with Newcombe's (1998, method 10) interval and the conditional odds
+  ratio b/c with its exact (Clopper-Pearson) interval; the token and time ratios;
+* RQ2 from the run metrics: median, Q1 and Q3 (linear interpolation) of each process metric per agent
+  x benchmark x difficulty, concurrent and sequential;
+* RQ4 from the pairs and study.json's rules: which pairs count as "concurrency helped", and why;
+* the code universe kappa is computed over (study.json: every code of the codebook, or the codes
+  observed in the independent codings).
 
-`--check` exits 1 and lists every number that differs from dashboard.json by more than 1e-12.
+`--check` exits 1 and lists every number that differs from dashboard.json by more than 1e-12 (relative
+to the number for numbers above 1: the odds ratios' limits come from a root search here and from
+SciPy's beta quantiles there).
 Krippendorff's alpha is not recomputed here.
 """
 
@@ -32,6 +41,7 @@ import zipfile
 from collections import Counter, defaultdict
 from itertools import combinations
 from pathlib import Path
+from statistics import NormalDist
 
 LEVELS = ("mode", "subcategory", "category")
 TOLERANCE = 1e-12
@@ -126,6 +136,12 @@ def fleiss_binary(units: list[tuple[int, ...]]) -> float | None:
     p_bar = sum(p_i) / n_units
     p_e = sum(p * p for p in p_j)
     return (p_bar - p_e) / (1 - p_e)
+
+
+def observed_only(modes: dict, codings: dict[str, dict[str, frozenset]]) -> dict:
+    """The modes some independent coding used (the study's 'observed' code universe)."""
+    seen = {code for coders in codings.values() for codes in coders.values() for code in codes}
+    return {key: parents for key, parents in modes.items() if key in seen}
 
 
 def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, resamples: int) -> dict:
@@ -270,6 +286,81 @@ def holm(p: dict[str, float]) -> dict[str, float]:
     return adjusted
 
 
+Z = NormalDist().inv_cdf(0.975)
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    p = k / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe(a: int, b: int, c: int, d: int):
+    """Newcombe (1998) method 10 for the difference of paired proportions (a + b)/n - (a + c)/n."""
+    n = a + b + c + d
+    if n == 0:
+        return None, None, None
+    p1, p2 = (a + b) / n, (a + c) / n
+    (l1, u1), (l2, u2) = wilson(a + b, n), wilson(a + c, n)
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    phi = (a * d - b * c) / math.sqrt(margins) if margins else 0.0
+    dl = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    du = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return p1 - p2, max(-1.0, p1 - p2 - dl), min(1.0, p1 - p2 + du)
+
+
+def binomial_cdf(k: int, n: int, p: float) -> float:
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    lp, lq = math.log(p), math.log1p(-p)
+    terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
+             for i in range(k + 1)]  # fmt: skip
+    top = max(terms)
+    return math.exp(top) * math.fsum(math.exp(t - top) for t in terms)
+
+
+def increasing_root(f, target: float) -> float:
+    """p in (0, 1) with f(p) = target, f increasing: bisection to the last representable bit."""
+    low, high = 0.0, 1.0
+    while True:
+        mid = (low + high) / 2
+        if mid in (low, high):
+            return mid
+        if f(mid) < target:
+            low = mid
+        else:
+            high = mid
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    """Exact interval of k of n: P(X >= k | low) = 0.025 and P(X <= k | high) = 0.025."""
+    low = 0.0 if k == 0 else increasing_root(lambda p: 1 - binomial_cdf(k - 1, n, p), 0.025)
+    high = 1.0 if k == n else increasing_root(lambda p: -binomial_cdf(k, n, p), -0.025)
+    return low, high
+
+
+def paired(group: list[dict]) -> dict:
+    known = [(p["concurrent_task_pass"], p["sequential_task_pass"]) for p in group
+             if p["concurrent_task_pass"] is not None and p["sequential_task_pass"] is not None]  # fmt: skip
+    a = sum(1 for cp, sp in known if cp and sp)
+    b = sum(1 for cp, sp in known if cp and not sp)
+    c = sum(1 for cp, sp in known if sp and not cp)
+    difference, low, high = newcombe(a, b, c, len(known) - a - b - c)
+    odds = odds_low = odds_high = None
+    if b + c:
+        p_low, p_high = clopper_pearson(b, b + c)
+        odds = b / c if c else None
+        odds_low, odds_high = p_low / (1 - p_low), (p_high / (1 - p_high) if p_high < 1 else None)
+    return {
+        "n": len(known), "b": b, "c": c, "mcnemar_p": mcnemar_exact(b, c),
+        "task_pass_difference": difference, "difference_ci_low": low, "difference_ci_high": high,
+        "odds_ratio": odds, "odds_ratio_ci_low": odds_low, "odds_ratio_ci_high": odds_high,
+    }  # fmt: skip
+
+
 def rq1(pairs: list[dict]) -> dict:
     cells = {}
     by_cell = defaultdict(list)
@@ -287,7 +378,10 @@ def rq1(pairs: list[dict]) -> dict:
             "sequential_task_pass": mean(passes(task, "sequential")),
             "concurrent_test_pass": mean(p["concurrent_test_pass"] for p in test),
             "sequential_test_pass": mean(p["sequential_test_pass"] for p in test),
+            **paired(group),
         }  # fmt: skip
+    for key, p in holm({key: cell["mcnemar_p"] for key, cell in cells.items()}).items():
+        cells[key]["mcnemar_p_holm"] = p
     agents = {}
     for agent in sorted({p["agent"] for p in pairs}):
         group = [p for p in pairs if p["agent"] == agent]
@@ -298,7 +392,7 @@ def rq1(pairs: list[dict]) -> dict:
             "pairs": len(group),
             "concurrent_only_pass": b,
             "sequential_only_pass": c,
-            "mcnemar_p": mcnemar_exact(b, c),
+            **paired(group),
             "token_ratio": ratio([(p["concurrent_tokens"], p["sequential_tokens"]) for p in group]),
             "time_ratio": ratio([(p["concurrent_duration_s"], p["sequential_duration_s"]) for p in group]),
         }
@@ -317,6 +411,60 @@ def ratio(values) -> float | None:
     return sum(c for c, _ in known) / total if known and total else None
 
 
+# -- RQ2 ------------------------------------------------------------------------------------------
+
+METRICS = ("subagents_created", "peak_concurrency", "first_spawn_pos", "first_overlap_pos", "overlap_ratio",
+           "last_subagent_end_pos", "duration_s", "tokens", "shell_calls")  # fmt: skip
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (Hyndman and Fan's type 7, NumPy's default)."""
+    h = (len(values) - 1) * q
+    low = math.floor(h)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (h - low) * (values[high] - values[low])
+
+
+def rq2(runs: list[dict]) -> dict:
+    groups = defaultdict(list)
+    for run in runs:
+        groups[(run["agent"], run["benchmark"], run["difficulty"])].append(run)
+    out = {}
+    for key, group in groups.items():
+        for metric in METRICS:
+            for mode in ("concurrent", "sequential"):
+                known = sorted(number(r[metric]) for r in group if r["mode"] == mode and r[metric] != "")
+                out[(*key, metric, mode)] = {
+                    "n": len(known),
+                    **{name: quantile(known, q) if known else None
+                       for name, q in (("median", 0.5), ("q1", 0.25), ("q3", 0.75))},
+                }  # fmt: skip
+    return out
+
+
+# -- RQ4 ------------------------------------------------------------------------------------------
+
+
+def rq4(pairs: list[dict], rules: dict) -> dict:
+    """Pairs where concurrency helped under the study's rules: concurrent run id -> reasons."""
+    out = {}
+    for p in pairs:
+        ct, st = p["concurrent_test_pass"], p["sequential_test_pass"]
+        cd, sd = p["concurrent_duration_s"], p["sequential_duration_s"]
+        margin, seconds, fraction = rules["test_pass_margin"], rules["faster_min_seconds"], rules["faster_min_fraction"]
+        reasons = []
+        if rules["higher_test_pass"] and ct is not None and st is not None and ct - st > margin:
+            reasons.append("higher test pass" if not margin else f"test pass higher by > {margin:g}")
+        if rules["solved_only_concurrently"] and p["concurrent_task_pass"] and p["sequential_task_pass"] is False:
+            reasons.append("solved only concurrently")
+        if (rules["faster"] and ct is not None and st is not None and ct >= st and cd is not None
+                and sd is not None and sd - cd >= seconds and cd <= (1 - fraction) * sd):  # fmt: skip
+            reasons.append(f"no lower test pass, ≥ {seconds:g} s and ≥ {100 * fraction:g}% faster")
+        if reasons:
+            out[int(p["concurrent_run_id"])] = reasons
+    return out
+
+
 # -- the whole study, and the check ---------------------------------------------------------------
 
 
@@ -327,6 +475,8 @@ def reproduce(bundle: Bundle) -> dict:
     for row in bundle.table("independent_codings"):
         current = codings[row["run_id"]].get(row["annotator"], frozenset())
         codings[row["run_id"]][row["annotator"]] = current | ({row["mode"]} if row["mode"] else set())
+    if study["agreement"].get("code_universe") == "observed":
+        modes = observed_only(modes, codings)
     boot = study["agreement"]["bootstrap"]
     pairs = [
         {
@@ -343,6 +493,9 @@ def reproduce(bundle: Bundle) -> dict:
         "agreement": agreement(modes, codings, boot["seed"], boot["resamples"]),
         "table3": table3(finals, study["runs"], agents),
         "rq1": rq1(pairs),
+        "rq2": rq2(bundle.table("run_metrics")),
+        "rq4": rq4(pairs, study["rq4"]["rules"]),
+        "code_universe": {level: len(universe(modes, level)) for level in LEVELS},
     }
 
 
@@ -354,7 +507,7 @@ def differences(mine: dict, shown: dict) -> list[str]:
         if a is None or b is None:
             if a is not b:
                 out.append(f"{name}: recomputed {a!r}, dashboard {b!r}")
-        elif abs(float(a) - float(b)) > TOLERANCE:
+        elif abs(float(a) - float(b)) > TOLERANCE * max(1.0, abs(float(b))):
             out.append(f"{name}: recomputed {a!r}, dashboard {b!r}")
 
     ag, shown_ag = mine["agreement"], shown["agreement"]
@@ -403,6 +556,23 @@ def differences(mine: dict, shown: dict) -> list[str]:
     for agent, row in q["agents"].items():
         for name, value in row.items():
             same(f"rq1 {agent} {name}", value, shown_q["agents"].get(agent, {}).get(name))
+
+    shown_rq2 = {
+        (r["agent"], r["benchmark"], r["difficulty"], r["metric"], mode): r[mode]
+        for r in shown["rq2"]
+        for mode in ("concurrent", "sequential")
+    }
+    if set(shown_rq2) != set(mine["rq2"]):
+        out.append(f"rq2 rows: recomputed {len(mine['rq2'])}, dashboard {len(shown_rq2)}")
+    for key, stats in mine["rq2"].items():
+        for name, value in stats.items():
+            same(f"rq2 {' / '.join(key)} {name}", value, shown_rq2.get(key, {}).get(name))
+
+    shown_rq4 = {concurrent: reasons for concurrent, _, reasons in shown["rq4"]}
+    if shown_rq4 != mine["rq4"]:
+        out.append(f"rq4 pairs: recomputed {mine['rq4']}, dashboard {shown_rq4}")
+    for level, size in mine["code_universe"].items():
+        same(f"code universe {level}", size, shown["agreement"]["code_universe"]["codes"][level])
     return out
 
 

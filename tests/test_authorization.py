@@ -67,6 +67,8 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     # without an `action` the change is refused as a bad parameter (400) for those let in
     "annotate/studies/<int:study_id>/manage/change/": ((302, 405, 405, 405, 405), (302, 403, 403, 400, 400)),
     "annotate/studies/<int:study_id>/advantage/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
+    # analysis settings: only the study's lead; an empty form is refused with its fields named (422)
+    "annotate/studies/<int:study_id>/settings/": ((302, 403, 403, 200, 200), (302, 403, 403, 422, 422)),
     "annotate/studies/<int:study_id>/statistics/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/studies/<int:study_id>/statistics/refresh/": ((302, 405, 405, 405, 405), (302, 403, 403, 302, 302)),
     "annotate/studies/<int:study_id>/advantage/<int:run_id>/": ((302, 405, 405, 405, 405), (302, 403, 403, 404, 404)),

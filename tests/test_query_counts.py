@@ -39,6 +39,7 @@ PINS: dict[tuple[str, str], int] = {
     ("adjudicator", "RQ4 pairs"): 7,
     ("adjudicator", "new study"): 11,  # the choices: codebooks, annotators, adjudicators, agents, benchmarks, …
     ("adjudicator", "study design"): 18,  # the balance, the forms' choices, the study's counts
+    ("adjudicator", "analysis settings"): 4,  # session, user, the study, the user's groups
     ("adjudicator", "run history"): 9,
     ("adjudicator", "runs"): 8,
     ("adjudicator", "pair"): 8,  # +1: both runs' signature hits
@@ -106,6 +107,7 @@ def _pages(study, coder, adjudicator) -> dict[tuple[str, str], str]:
         ("adjudicator", "RQ4 pairs"): f"/annotate/studies/{study.pk}/advantage/",
         ("adjudicator", "new study"): "/annotate/studies/new/",
         ("adjudicator", "study design"): f"/annotate/studies/{study.pk}/manage/",
+        ("adjudicator", "analysis settings"): f"/annotate/studies/{study.pk}/settings/",
         ("adjudicator", "run history"): f"/annotate/studies/{study.pk}/runs/{run.pk}/history/",
         ("adjudicator", "runs"): "/trajectories/",
         ("adjudicator", "pair"): f"/trajectories/runs/{run.pk}/",

@@ -20,10 +20,14 @@ from django.conf import settings
 
 from ..models import LABEL_FIELDS, AuditEntry, FinalCoding, Study
 from ..stats.agreement import LEVELS
+from ..stats.reports import PROCESS_METRICS, outcome_comparison, process_summary
+from ..stats.settings import CODE_UNIVERSES
 from . import dashboard
-from .exports import LABEL_COLUMNS, label_rows
+from .exports import LABEL_COLUMNS, RQ1_METHODS, label_rows
+from .statistics import helped_pairs
 
 BOOTSTRAP_RESAMPLES = 1000  # what the dashboard shows
+INTEGER_METRICS = {"subagents_created", "peak_concurrency", "tokens", "shell_calls"}
 LABEL_DETAIL = tuple((name, "integer" if name == "instance" else "string") for name in LABEL_FIELDS)
 
 
@@ -98,6 +102,17 @@ TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
             ("sequential_tokens", "integer"),
         ),
         "Each coded concurrent run with its sequential twin (same task and agent) and both runs' outcomes.",
+    ),  # fmt: skip
+    "run_metrics": (
+        (
+            ("pair_key", "string"),
+            ("agent", "string"),
+            ("benchmark", "string"),
+            ("difficulty", "string"),
+            ("mode", "string"),
+            *((name, "integer" if name in INTEGER_METRICS else "number") for name in PROCESS_METRICS),
+        ),
+        "The process metrics of each pair's two runs (concurrent and sequential): RQ2's input.",
     ),  # fmt: skip
     "codebook": (
         (
@@ -210,6 +225,18 @@ def pair_rows(study: Study) -> Iterable[dict]:
         }
 
 
+def run_metric_rows(study: Study) -> Iterable[dict]:
+    for run in dashboard.pair_metrics(study=study):
+        yield {
+            "pair_key": f"{run.benchmark}/{run.task}/{run.agent}",
+            "agent": run.agent,
+            "benchmark": run.benchmark,
+            "difficulty": run.difficulty,
+            "mode": run.mode,
+            **run.values,
+        }
+
+
 def codebook_rows(study: Study) -> Iterable[dict]:
     for code in study.codebook.codes.select_related("parent").order_by("position"):
         yield {
@@ -237,6 +264,7 @@ def matrix(study: Study, finals: list[dict]) -> tuple[tuple[tuple[str, str], ...
 
 def parameters(study: Study) -> dict:
     codebook = study.codebook
+    rules, tags = study.rq4()
     return {
         "study": {"id": study.pk, "name": study.name, "created_at": study.created_at.isoformat()},
         "seed": study.seed,
@@ -252,6 +280,8 @@ def parameters(study: Study) -> dict:
             "codings": "independent (each annotator's first submission)",
             "levels": list(LEVELS),
             "headline": "mean pairwise pooled Cohen's kappa at the mode level",
+            "code_universe": study.kappa_universe,
+            "code_universe_means": CODE_UNIVERSES[study.kappa_universe],
             "bootstrap": {
                 "resamples": BOOTSTRAP_RESAMPLES,
                 "seed": study.seed,
@@ -261,7 +291,10 @@ def parameters(study: Study) -> dict:
             },
         },  # fmt: skip
         "table3": "final labels: one instance per (run, mode, episode)",
-        "rq1": "exact McNemar on paired task pass per agent, Holm's correction across agents",
+        "rq1": RQ1_METHODS,
+        "rq2": "median, Q1, Q3 by linear interpolation (Hyndman-Fan type 7, numpy's default) per agent x "
+        "benchmark x difficulty and mode, over the runs with the metric known",
+        "rq4": {"rules": rules.as_dict(), "rule_descriptions": rules.descriptions(), "mechanisms": tags},
     }
 
 
@@ -269,10 +302,14 @@ def dashboard_numbers(study: Study) -> dict:
     """What the dashboard shows, for the script to compare its own results with."""
     agreement = dashboard.agreement(study=study, resamples=BOOTSTRAP_RESAMPLES)
     agreement.pop("names", None)
+    pairs = dashboard.pair_outcomes(study=study)
+    rules, _ = study.rq4()
     return {
         "agreement": agreement,
         "table3": dashboard.study_failure_modes(study=study),
-        "rq1": dashboard.study_outcomes(study=study),
+        "rq1": outcome_comparison(pairs),
+        "rq2": process_summary(dashboard.pair_metrics(study=study)),
+        "rq4": helped_pairs(pairs, rules),
     }
 
 
@@ -283,6 +320,7 @@ def study_bundle(study: Study) -> bytes:
         "current_codings": list(current_rows(study)),
         "final_labels": list(final_rows(study)),
         "pairs": list(pair_rows(study)),
+        "run_metrics": list(run_metric_rows(study)),
         "codebook": list(codebook_rows(study)),
     }
     schemas = {name: columns for name, (columns, _) in TABLES.items()}

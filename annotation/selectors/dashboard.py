@@ -12,8 +12,16 @@ from django.db.models.functions import Coalesce
 from trajectories.selectors import twins
 
 from ..models import Annotation, Assignment, AuditEntry, Discussion, FinalCoding, FinalLabel, Study
-from ..stats.agreement import Coding, Taxonomy, agreement_report, headline_bootstrap, headline_series
-from ..stats.reports import FinalInstance, PairOutcome, failure_mode_table, outcome_comparison
+from ..stats.agreement import LEVELS, Coding, Taxonomy, agreement_report, headline_bootstrap, headline_series
+from ..stats.reports import (
+    PROCESS_METRICS,
+    FinalInstance,
+    PairOutcome,
+    RunMetrics,
+    failure_mode_table,
+    outcome_comparison,
+)
+from ..stats.settings import CODE_UNIVERSES
 
 
 def _submits(study: Study):
@@ -38,7 +46,10 @@ def first_submissions(*, study: Study) -> list[AuditEntry]:
 
 def agreement_input(*, study: Study):
     """The study's taxonomy and every *independent* coding: the label set each annotator
-    submitted first (from the submit entry of the history), not later discussion revisions."""
+    submitted first (from the submit entry of the history), not later discussion revisions. The
+    taxonomy holds the study's code universe: every mode of the codebook, or (kappa_universe
+    "observed") only the modes some independent coding used — and so, at the upper levels, only
+    their subcategories and categories."""
     codes = {c.pk: c for c in study.codebook.codes.all()}
     modes = {}
     for code in codes.values():
@@ -54,6 +65,9 @@ def agreement_input(*, study: Study):
         if annotation_id not in first:
             codes = frozenset(label["code"] for label in (after or {}).get("labels", []))
             first[annotation_id] = Coding(item=str(run_id), annotator=username, codes=codes)
+    if study.kappa_universe == "observed":
+        observed = {code for coding in first.values() for code in coding.codes}
+        modes = {key: parents for key, parents in modes.items() if key in observed}
     return Taxonomy(modes), list(first.values())
 
 
@@ -114,6 +128,11 @@ def agreement(*, study: Study, resamples: int = 1000, inputs=None) -> dict:
     report = agreement_report(taxonomy, codings)
     report["headline"] = headline_bootstrap(taxonomy, codings, n_resamples=resamples, seed=study.seed)
     report["names"] = dict(study.codebook.codes.values_list("key", "name"))
+    report["code_universe"] = {
+        "kind": study.kappa_universe,
+        "label": CODE_UNIVERSES[study.kappa_universe],
+        "codes": {level: len(taxonomy.universe(level)) for level in LEVELS},
+    }
     return report
 
 
@@ -194,3 +213,38 @@ def pair_outcomes(*, study: Study, run_ids: list[int] | None = None) -> list[Pai
 def study_outcomes(*, study: Study) -> dict:
     """The study's RQ1: concurrent against sequential outcomes, per agent and benchmark."""
     return outcome_comparison(pair_outcomes(study=study))
+
+
+def pair_metrics(*, study: Study) -> list[RunMetrics]:
+    """RQ2's input: the process metrics of the study's concurrent runs that have a sequential twin,
+    and of those twins (plain values: two queries)."""
+    fields = (
+        "task_id",
+        "agent_id",
+        "mode",
+        "agent__name",
+        "task__benchmark__name",
+        "task__difficulty",
+        "task__external_id",
+        *PROCESS_METRICS,
+    )
+    runs = study.runs.all()
+    concurrent = list(runs.values(*fields))
+    twin_of = {(row["task_id"], row["agent_id"]): row for row in twins(runs=runs).values(*fields)}
+    out = []
+    for row in concurrent:
+        twin = twin_of.get((row["task_id"], row["agent_id"]))
+        if twin is None:
+            continue
+        for side, values in (("concurrent", row), ("sequential", twin)):
+            out.append(
+                RunMetrics(
+                    agent=row["agent__name"],
+                    benchmark=row["task__benchmark__name"],
+                    difficulty=row["task__difficulty"],
+                    mode=side,
+                    values={name: values[name] for name in PROCESS_METRICS},
+                    task=row["task__external_id"],
+                )
+            )
+    return out

@@ -3,15 +3,17 @@ the JSON API. Raw labels reveal everyone's coding: only the adjudicator and admi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from trajectories.exports import METRICS_COLUMNS, by_pk, metrics_rows
 from trajectories.models import Run
 from trajectories.selectors import twins
 
-from ..models import LABEL_FIELDS, Annotation, FinalCoding, Label, Study
+from ..models import LABEL_FIELDS, AdvantageTag, Annotation, FinalCoding, Label, Study
+from ..stats.reports import process_summary
 from . import dashboard
-from .statistics import stored_statistics
+from .statistics import helped_pairs, stored_statistics
 
 LABEL_COLUMNS = (
     "study",
@@ -50,6 +52,7 @@ FINAL_COLUMNS = (
 )
 TABLE3_COLUMNS = ("level", "key", "name", "parent", "count", "percent")
 AGREEMENT_COLUMNS = (
+    "code_universe",
     "annotator_a",
     "annotator_b",
     "level",
@@ -60,7 +63,60 @@ AGREEMENT_COLUMNS = (
     "n_codes_undefined",
     "alpha_masi",
 )
-PER_CODE_COLUMNS = ("annotator_a", "annotator_b", "level", "code", "name", "kappa")
+PER_CODE_COLUMNS = ("code_universe", "annotator_a", "annotator_b", "level", "code", "name", "kappa")
+PAIRED_COLUMNS = (
+    "n",
+    "b",
+    "c",
+    "mcnemar_p",
+    "mcnemar_p_holm",
+    "task_pass_difference",
+    "difference_ci_low",
+    "difference_ci_high",
+    "odds_ratio",
+    "odds_ratio_ci_low",
+    "odds_ratio_ci_high",
+)
+RQ1_COLUMNS = (
+    "table",
+    "agent",
+    "benchmark",
+    "pairs",
+    "pairs_task_known",
+    "pairs_test_known",
+    "concurrent_task_pass",
+    "sequential_task_pass",
+    "concurrent_test_pass",
+    "sequential_test_pass",
+    *PAIRED_COLUMNS,
+    "token_ratio",
+    "time_ratio",
+    "methods",
+)
+RQ1_METHODS = (
+    "exact McNemar (two-sided binomial test of b of b+c); Holm within the table; difference (b-c)/n with "
+    "Newcombe's method 10 95% interval (Wilson score); odds ratio b/c with exact Clopper-Pearson 95% interval"
+)
+RQ2_COLUMNS = (
+    "agent",
+    "benchmark",
+    "difficulty",
+    "metric",
+    *(f"{mode}_{name}" for mode in ("concurrent", "sequential") for name in ("n", "median", "q1", "q3")),
+    "quantile_method",
+)
+RQ4_COLUMNS = (
+    "concurrent_run_id",
+    "sequential_run_id",
+    "benchmark",
+    "task_id",
+    "agent",
+    "reasons",
+    "mechanism",
+    "mechanism_label",
+    "note",
+    "rules",
+)
 
 
 def _path(code) -> tuple[str, str, str, str]:
@@ -214,12 +270,19 @@ def _agreement(study: Study) -> dict:
     return payload["agreement"] if payload is not None else dashboard.agreement(study=study, resamples=0)
 
 
+def _universe(report: dict, study: Study) -> str:
+    """Which codes κ was computed over, as the agreement exports record it in every row."""
+    return report.get("code_universe", {}).get("kind", study.kappa_universe)
+
+
 def agreement_rows(study: Study) -> Iterator[dict]:
     report = _agreement(study)
+    universe = _universe(report, study)
     for pair in report["pairs"]:
         a, b = pair["annotators"]
         for level, data in pair["levels"].items():
             yield {
+                "code_universe": universe,
                 "annotator_a": a,
                 "annotator_b": b,
                 "level": level,
@@ -234,11 +297,13 @@ def agreement_rows(study: Study) -> Iterator[dict]:
 
 def per_code_rows(study: Study) -> Iterator[dict]:
     report = _agreement(study)
+    universe = _universe(report, study)
     for pair in report["pairs"]:
         a, b = pair["annotators"]
         for level, data in pair["levels"].items():
             for code, kappa in data["per_code_kappa"].items():
                 yield {
+                    "code_universe": universe,
                     "annotator_a": a,
                     "annotator_b": b,
                     "level": level,
@@ -258,6 +323,53 @@ def outcome_rows(study: Study) -> Iterator[dict]:
         yield from metrics_rows(batch.order_by("pk"))
 
 
+def rq1_rows(study: Study) -> Iterator[dict]:
+    """RQ1's two tables: a row per agent, then a row per agent × benchmark (Holm within each)."""
+    payload = _stored(study)
+    rq1 = payload["rq1"] if payload is not None else dashboard.study_outcomes(study=study)
+    for agent, row in rq1["agents"].items():
+        yield {**{k: row.get(k) for k in RQ1_COLUMNS}, "table": "agent", "agent": agent, "methods": RQ1_METHODS}
+    for row in rq1["cells"]:
+        yield {**{k: row.get(k) for k in RQ1_COLUMNS}, "table": "agent x benchmark", "methods": RQ1_METHODS}
+
+
+def rq2_rows(study: Study) -> Iterator[dict]:
+    payload = _stored(study)
+    rows = payload["rq2"] if payload is not None else process_summary(dashboard.pair_metrics(study=study))
+    for row in rows:
+        out = {k: row[k] for k in ("agent", "benchmark", "difficulty", "metric")}
+        for mode in ("concurrent", "sequential"):
+            out.update({f"{mode}_{name}": row[mode][name] for name in ("n", "median", "q1", "q3")})
+        yield {**out, "quantile_method": "linear interpolation (Hyndman-Fan type 7, numpy default)"}
+
+
+def rq4_rows(study: Study) -> Iterator[dict]:
+    """The RQ4 candidates under the study's rules, with their tags and, in every row, the rules used."""
+    stored = stored_statistics(study, read=("payload", "helped"))
+    rules, tags = study.rq4()
+    if stored.current:
+        helped, used = stored.helped, stored.payload.get("settings", {}).get("rq4_rules", rules.as_dict())
+    else:
+        helped, used = helped_pairs(dashboard.pair_outcomes(study=study), rules), rules.as_dict()
+    reasons = {concurrent: why for concurrent, _, why in helped}
+    labels = dict(tags)
+    tagged = {t.run_id: t for t in AdvantageTag.objects.filter(study=study)}
+    for pair in sorted(dashboard.pair_outcomes(study=study, run_ids=list(reasons)), key=lambda p: p.concurrent_run_id):
+        tag = tagged.get(pair.concurrent_run_id)
+        yield {
+            "concurrent_run_id": pair.concurrent_run_id,
+            "sequential_run_id": pair.sequential_run_id,
+            "benchmark": pair.benchmark,
+            "task_id": pair.task,
+            "agent": pair.agent,
+            "reasons": "; ".join(reasons[pair.concurrent_run_id]),
+            "mechanism": tag.mechanism if tag else "",
+            "mechanism_label": labels.get(tag.mechanism, "") if tag else "",
+            "note": tag.note if tag else "",
+            "rules": json.dumps(used, sort_keys=True),
+        }
+
+
 def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
     if kind == "labels":
         return LABEL_COLUMNS, label_rows(study)
@@ -271,7 +383,13 @@ def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
         return PER_CODE_COLUMNS, per_code_rows(study)
     if kind == "outcomes":
         return METRICS_COLUMNS, outcome_rows(study)
+    if kind == "rq1":
+        return RQ1_COLUMNS, rq1_rows(study)
+    if kind == "rq2":
+        return RQ2_COLUMNS, rq2_rows(study)
+    if kind == "rq4":
+        return RQ4_COLUMNS, rq4_rows(study)
     raise KeyError(kind)
 
 
-EXPORT_KINDS = ("labels", "finals", "table3", "agreement", "per-code-kappa", "outcomes")
+EXPORT_KINDS = ("labels", "finals", "table3", "agreement", "per-code-kappa", "outcomes", "rq1", "rq2", "rq4")

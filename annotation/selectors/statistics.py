@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from ..models import Study, StudyStatistics
-from ..stats.reports import PairOutcome, concurrency_helped, outcome_comparison
+from ..stats.reports import PairOutcome, Rq4Rules, concurrency_helped, outcome_comparison, process_summary
 from . import dashboard
 
 BOOTSTRAP_RESAMPLES = 1000  # the headline κ's CI, as the dashboard shows it
@@ -51,11 +51,13 @@ def per_code_kappa(report: dict) -> list[dict]:
 
 
 def compute_statistics(study: Study) -> tuple[dict, list[list]]:
-    """Everything the dashboard and the κ/Table 3 exports show, from the study's rows, and the RQ4
-    candidates (helped_pairs)."""
+    """Everything the dashboard and the κ/Table 3/RQ1/RQ2 exports show, from the study's rows, and
+    the RQ4 candidates (helped_pairs) under the study's rules; `settings` records the settings they
+    were computed with."""
     inputs = dashboard.agreement_input(study=study)  # read once, for the report and κ over time
     report = dashboard.agreement(study=study, resamples=BOOTSTRAP_RESAMPLES, inputs=inputs)
     pairs = dashboard.pair_outcomes(study=study)
+    rules, _ = study.rq4()
     return _jsonable(
         {
             "strata": dashboard.strata(study=study),
@@ -64,18 +66,24 @@ def compute_statistics(study: Study) -> tuple[dict, list[list]]:
             "over_time": dashboard.kappa_over_time(study=study, inputs=inputs),
             "table3": dashboard.study_failure_modes(study=study),
             "rq1": outcome_comparison(pairs),
+            "rq2": process_summary(dashboard.pair_metrics(study=study)),
             "agents": sorted(set(study.runs.values_list("agent__name", flat=True))),
+            "settings": {
+                "kappa_universe": study.kappa_universe,
+                "rq4_rules": rules.as_dict(),
+                "rq4_rule_descriptions": rules.descriptions(),
+            },
         }
-    ), helped_pairs(pairs)
+    ), helped_pairs(pairs, rules)
 
 
-def helped_pairs(pairs: list[PairOutcome]) -> list[list]:
+def helped_pairs(pairs: list[PairOutcome], rules: Rq4Rules) -> list[list]:
     """The RQ4 candidates, compact (the page reads each one's outcomes when it shows it):
     [concurrent run id, sequential run id, [reasons]]."""
     return [
         [pair.concurrent_run_id, pair.sequential_run_id, reasons]
         for pair in sorted(pairs, key=lambda p: p.concurrent_run_id)
-        if (reasons := concurrency_helped(pair))
+        if (reasons := concurrency_helped(pair, rules))
     ]
 
 

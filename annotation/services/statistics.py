@@ -26,7 +26,7 @@ STALE_QUEUE = timedelta(minutes=10)  # a queued refresh not started by then is q
 
 
 def statistics_changed(*, study_id: int) -> None:
-    """The study's codings or final labels changed: bump its inputs version and queue a refresh."""
+    """The study's codings, final labels or analysis settings changed: bump its inputs version and queue a refresh."""
     Study.objects.filter(pk=study_id).update(statistics_version=F("statistics_version") + 1)
     transaction.on_commit(lambda: statistics_request(study_id=study_id))
 

@@ -7,7 +7,8 @@ from django.contrib import messages
 from django.db.models import Count
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADJUDICATOR, has_role, is_admin
 from config.htmx import HtmxHttpRequest
@@ -15,13 +16,16 @@ from config.responses import invalid_parameter
 from trajectories.exports import csv_lines
 
 from ..access import lead_study
+from ..forms import AnalysisSettingsForm
 from ..models import AdvantageTag, Study
 from ..selectors import bundle, dashboard, history, statistics
 from ..selectors.exports import EXPORT_KINDS, export
+from ..services.analysis import study_analysis_update
 from ..services.review import advantage_tag
 from ..services.statistics import statistics_request
 from ..stats import charts
 from ..stats.reports import concurrency_helped
+from ..stats.settings import CODE_UNIVERSES, SettingsError
 
 
 @require_GET
@@ -74,6 +78,9 @@ def _statistics_context(payload: dict) -> dict:
         ),
         "agents": sorted(table3["instances_by_agent"]) or payload["agents"],
         "rq1": payload["rq1"],
+        "rq2": payload.get("rq2", []),  # figures stored before RQ2 existed have none until recomputed
+        "used": payload.get("settings"),
+        "universe_label": CODE_UNIVERSES.get((payload.get("settings") or {}).get("kappa_universe", "codebook")),
     }
 
 
@@ -117,6 +124,7 @@ def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     if not (raw.isascii() and raw.isdigit() and int(raw) > 0):
         return invalid_parameter(request, f"'page' must be a positive number, got {raw[:40]!r}")
     number = int(raw)
+    rules, mechanisms = study.rq4()
     rows = stored.helped
     shown = rows[(number - 1) * HELPED_PAGE_SIZE : number * HELPED_PAGE_SIZE]
     reasons = {concurrent: why for concurrent, _, why in shown}
@@ -134,7 +142,10 @@ def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         "number": number,
         "previous": number - 1 if number > 1 else None,
         "next": number + 1 if number * HELPED_PAGE_SIZE < len(rows) else None,
-        "mechanisms": AdvantageTag.Mechanism.choices,
+        "mechanisms": mechanisms,
+        # the study's rules now: when they changed after these candidates were computed, the status
+        # line above says the figures are not current until the worker has recomputed them
+        "rules": rules.descriptions(),
     }
     return render(request, "annotation/helped_pairs.html", context)
 
@@ -142,16 +153,52 @@ def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
 @require_POST
 def helped_pair_tag(request: HtmxHttpRequest, study_id: int, run_id: int) -> HttpResponse:
     study = lead_study(request.user, study_id)
-    if not any(concurrency_helped(pair) for pair in dashboard.pair_outcomes(study=study, run_ids=[run_id])):
+    rules, tags = study.rq4()
+    if not any(concurrency_helped(pair, rules) for pair in dashboard.pair_outcomes(study=study, run_ids=[run_id])):
         raise Http404("That run is not a pair where concurrency helped.")
     mechanism = request.POST.get("mechanism", "")
-    if mechanism not in AdvantageTag.Mechanism.values:
+    if mechanism not in dict(tags):
         messages.error(request, "Choose a mechanism.")
     else:
         advantage_tag(study=study, run_id=run_id, mechanism=mechanism, note=request.POST.get("note", ""),
                       actor=request.user)  # fmt: skip
         messages.success(request, "Tagged.")
     return redirect("annotation:helped_pairs", study_id=study.pk)
+
+
+@require_http_methods(["GET", "POST"])
+def analysis_settings(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """The study's analysis settings (κ's code universe, RQ4's rules and mechanism tags): for its
+    adjudicator and admins. A refused value names its field and nothing is stored (422)."""
+    study = lead_study(request.user, study_id)
+    form = AnalysisSettingsForm.for_study(study, request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            changed = study_analysis_update(study=study, kappa_universe=data["kappa_universe"], rules=data["rules"],
+                                            tags=data["tags"], actor=request.user)  # fmt: skip
+        except SettingsError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            names = {"kappa_universe": "κ's code universe", "rq4_rules": "RQ4's rules", "mechanisms": "mechanism tags"}
+            said = ", ".join(names[name] for name in changed)
+            if set(changed) - {"mechanisms"}:
+                messages.success(
+                    request, f"Saved: {said}. The statistics are recomputed: this page says when they land."
+                )
+            elif changed:
+                messages.success(request, f"Saved: {said}.")
+            else:
+                messages.info(request, "Nothing changed.")
+            if request.htmx:  # the form was posted in place: the browser goes to the dashboard
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = reverse("annotation:dashboard", args=[study.pk])
+                return response
+            return redirect("annotation:dashboard", study_id=study.pk)
+    status = 422 if request.method == "POST" else 200
+    template = "annotation/analysis_settings.html"
+    return render(request, f"{template}#settings-form" if request.htmx else template, {"study": study, "form": form},
+                  status=status)  # fmt: skip
 
 
 @require_GET

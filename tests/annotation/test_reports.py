@@ -118,7 +118,9 @@ def test_dashboard_access_and_content(coded_study, adjudicator, trio, admin_user
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("kind", ["labels", "finals", "table3", "agreement", "per-code-kappa", "outcomes"])
+@pytest.mark.parametrize(
+    "kind", ["labels", "finals", "table3", "agreement", "per-code-kappa", "outcomes", "rq1", "rq2"]
+)
 def test_every_export_streams_and_rereads(coded_study, adjudicator, trio, kind):
     url = f"/annotate/studies/{coded_study.pk}/export/{kind}.csv"
     assert client_for(trio[0]).get(url).status_code == 403
@@ -146,6 +148,13 @@ def test_every_export_streams_and_rereads(coded_study, adjudicator, trio, kind):
         assert {r["level"] for r in rows} == {"mode", "subcategory", "category"} and len(rows) == 9
     if kind == "outcomes":
         assert len(rows) == 12 and {r["mode"] for r in rows} == {"concurrent", "sequential"}
+    if kind == "agreement" or kind == "per-code-kappa":
+        assert {r["code_universe"] for r in rows} == {"codebook"}
+    if kind == "rq1":
+        assert {r["table"] for r in rows} == {"agent", "agent x benchmark"} and all(r["n"] != "" for r in rows)
+        assert "Newcombe" in rows[0]["methods"]
+    if kind == "rq2":
+        assert {r["metric"] for r in rows} >= {"peak_concurrency", "overlap_ratio", "duration_s"}
 
 
 @pytest.mark.django_db

@@ -1,0 +1,59 @@
+"""A study's analysis settings (κ's code universe; RQ4's rules and mechanism tags): one write path
+for the web form (and anything else that sets them)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from activity.services import record
+
+from ..models import AdvantageTag, Study
+from ..stats.reports import Rq4Rules
+from ..stats.settings import SettingsError, code_universe, mechanisms
+from .statistics import statistics_changed
+
+
+@transaction.atomic
+def study_analysis_update(
+    *,
+    study: Study,
+    kappa_universe: str,
+    rules: Rq4Rules,
+    tags: list[tuple[str, str]],
+    actor: AbstractBaseUser,
+) -> list[str]:
+    """Store the study's analysis settings, all or nothing; SettingsError names the field at fault
+    (a tag still used by a tagged pair cannot be removed). A change of κ's universe or of RQ4's rules
+    changes the statistics: their inputs version goes up and a refresh is queued. Returns what
+    changed."""
+    code_universe(kappa_universe)
+    mechanisms([list(tag) for tag in tags])
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    old_rules, old_tags = locked.rq4()
+    in_use = set(AdvantageTag.objects.filter(study=locked).values_list("mechanism", flat=True))
+    removed = sorted(in_use - {key for key, _ in tags})
+    if removed:
+        raise SettingsError("mechanisms", f"tag(s) {', '.join(removed)} are used by tagged pairs: keep them")
+    changed = [
+        name
+        for name, before, after in (
+            ("kappa_universe", locked.kappa_universe, kappa_universe),
+            ("rq4_rules", old_rules, rules),
+            ("mechanisms", old_tags, list(tags)),
+        )
+        if before != after
+    ]
+    if not changed:
+        return []
+    locked.kappa_universe = kappa_universe
+    locked.rq4_settings = {"rules": asdict(rules), "mechanisms": [list(tag) for tag in tags]}
+    locked.save(update_fields=["kappa_universe", "rq4_settings"])
+    study.kappa_universe, study.rq4_settings = locked.kappa_universe, locked.rq4_settings
+    record("study.analysis", f"analysis settings changed: {', '.join(changed)}", actor=actor, study_id=study.pk,
+           kappa_universe=kappa_universe, rq4=locked.rq4_settings)  # fmt: skip
+    if {"kappa_universe", "rq4_rules"} & set(changed):
+        statistics_changed(study_id=study.pk)
+    return changed
