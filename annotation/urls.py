@@ -33,4 +33,5 @@ urlpatterns = [
     path("pilot/<int:pilot_id>/runs/<int:run_id>/", pilot.pilot_run, name="pilot_run"),
     path("pilot/<int:pilot_id>/consolidate/", pilot.pilot_consolidate, name="pilot_consolidate"),
     path("pilot/<int:pilot_id>/promote/", pilot.pilot_promote_view, name="pilot_promote"),
+    path("pilot/<int:pilot_id>/draft/", pilot.pilot_draft_view, name="pilot_draft"),
 ]
