@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from .views import coding, dashboard, pilot, review
+from .views import codebook, coding, dashboard, pilot, review
 
 app_name = "annotation"
 urlpatterns = [
@@ -26,6 +26,7 @@ urlpatterns = [
     path("studies/<int:study_id>/statistics/refresh/", dashboard.statistics_refresh, name="statistics_refresh"),
     path("studies/<int:study_id>/advantage/", dashboard.helped_pairs, name="helped_pairs"),
     path("studies/<int:study_id>/advantage/<int:run_id>/", dashboard.helped_pair_tag, name="helped_pair_tag"),
+    path("studies/<int:study_id>/codebook/", codebook.study_codebook, name="study_codebook"),
     path("studies/<int:study_id>/export/<slug:kind>.csv", dashboard.study_export, name="export"),
     path("studies/<int:study_id>/bundle.zip", dashboard.study_bundle, name="bundle"),
     path("studies/<int:study_id>/runs/<int:run_id>/history/", dashboard.run_history, name="run_history"),
