@@ -5,7 +5,7 @@ from django.contrib import admin
 from activity.services import record
 from taxonomy.models import Codebook
 
-from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, PilotRound, Study
+from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, PilotRound, Study, StudyCodebookMove
 
 
 @admin.register(Study)
@@ -22,7 +22,8 @@ class StudyAdmin(admin.ModelAdmin):
                actor=request.user, study_id=obj.pk, changed=changed)  # fmt: skip
 
     def get_readonly_fields(self, request, obj=None):
-        # A study's codebook is pinned when it is created, and only a frozen version can be.
+        # A study's codebook is pinned when it is created, and only a frozen version can be; it moves to
+        # another version only with a key map (the study's codebook page: services/codebook_move.py).
         return ["codebook"] if obj is not None else []
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
@@ -76,3 +77,8 @@ class PilotRoundAdmin(admin.ModelAdmin):
 @admin.register(OpenCode)
 class OpenCodeAdmin(ReadOnlyAdmin):
     list_display = ["text", "pilot", "run", "annotator", "promoted_to"]
+
+
+@admin.register(StudyCodebookMove)
+class StudyCodebookMoveAdmin(ReadOnlyAdmin):
+    list_display = ["study", "from_codebook", "to_codebook", "actor", "at", "mapped_labels", "reopened"]
