@@ -193,7 +193,10 @@ def code_update(*, code: Code, **fields: str) -> Code:
 
 
 def _require_draft(codebook: Codebook) -> None:
-    if Codebook.objects.filter(pk=codebook.pk, status=Codebook.Status.FROZEN).exists():
+    """Lock the draft's row for the operation: two edits of one draft run one after the other, and
+    a freeze waits for the edit in progress (and the edit sees a freeze that came first)."""
+    status = Codebook.objects.select_for_update().filter(pk=codebook.pk).values_list("status", flat=True).first()
+    if status == Codebook.Status.FROZEN:
         raise FrozenCodebookError(f"{codebook} is frozen; make a new version to change it")
 
 

@@ -75,7 +75,7 @@ def pilot_open_draft(*, pilot: PilotRound, user: AbstractBaseUser | None = None,
     """The pilot's open draft, which every promotion adds to: made the first time (from the base
     codebook, or empty for a pilot without one), and made anew from the last result if that was
     frozen meanwhile (so nothing promoted before is lost)."""
-    pilot = PilotRound.objects.select_for_update().select_related("base_codebook", "result_codebook").get(pk=pilot.pk)
+    pilot = PilotRound.objects.select_for_update().get(pk=pilot.pk)  # two promotions at once make one draft
     draft = pilot.result_codebook
     if draft is not None and not draft.is_frozen:
         return draft
