@@ -222,3 +222,19 @@ def test_the_coding_page_shows_why_a_run_is_back_and_each_codes_texts(study, cod
     assert '<details class="code-texts">' in body and "Example that does not fit" in body
     queue = client.get(f"/annotate/?study={study.pk}").content.decode()
     assert "code again: the codebook changed" in queue
+
+
+def test_the_command_calls_the_same_service(study, codebook, v2, coded, tmp_path, adjudicator):
+    from django.core.management import CommandError, call_command
+
+    path = tmp_path / "map.txt"
+    path.write_text("lossy-handoff -> lost-handoff\n", encoding="utf-8")
+    with pytest.raises(CommandError, match="'same-file-collision' is used by .* nothing was changed"):
+        call_command("move_codebook", study.name, "--to", str(v2.pk), "--map", str(path))
+    _unchanged(study, codebook)
+    lines = [f"{old} -> {new if isinstance(new, str) else ', '.join(new)}" for old, new in KEY_MAP.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = io.StringIO()
+    call_command("move_codebook", str(study.pk), "--to", str(v2.pk), "--map", str(path), "--as", "senior", stdout=out)
+    assert "5 label(s) carried over, 3 coding(s) reopened" in out.getvalue()
+    assert StudyCodebookMove.objects.get().actor_id == adjudicator.pk
