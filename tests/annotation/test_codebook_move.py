@@ -238,3 +238,17 @@ def test_the_command_calls_the_same_service(study, codebook, v2, coded, tmp_path
     call_command("move_codebook", str(study.pk), "--to", str(v2.pk), "--map", str(path), "--as", "senior", stdout=out)
     assert "5 label(s) carried over, 3 coding(s) reopened" in out.getvalue()
     assert StudyCodebookMove.objects.get().actor_id == adjudicator.pk
+
+
+def test_pages_that_read_old_snapshots_still_render_after_a_move(study, codebook, v2, coded, adjudicator):
+    from annotation.models import Discussion
+
+    r1, r2, r3, r4 = coded
+    study_move_codebook(study=study, codebook=v2, key_map=KEY_MAP, actor=adjudicator)
+    discussion = Discussion.objects.get(study=study, run=r2[0].run)
+    client = client_for(adjudicator)
+    assert client.get(f"/annotate/discussions/{discussion.pk}/").status_code == 200
+    assert client.get(f"/annotate/studies/{study.pk}/runs/{r2[0].run_id}/history/").status_code == 200
+    assert client.get(f"/annotate/studies/{study.pk}/export/labels.csv").status_code == 200
+    body = client_for(r2[0].annotator).get(f"/annotate/{r2[0].pk}/").content.decode()
+    assert "No Delivery" in body
