@@ -4,7 +4,7 @@ from django.contrib import admin
 
 from activity.services import record
 
-from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, PilotRound, Study
+from .models import Annotation, Assignment, AuditEntry, FinalCoding, OpenCode, PilotRound, Study, StudyCodebookMove
 
 
 @admin.register(Study)
@@ -12,7 +12,8 @@ class StudyAdmin(admin.ModelAdmin):
     """Name and adjudicator only: a study is created, and its design (annotators, k, seed, runs,
     closing) changed, on its design page (Studies → New study / design), whose services keep the
     assignment balanced and record every change; its analysis settings on its settings page (validated,
-    and the statistics are recomputed)."""
+    and the statistics are recomputed); its codebook moves to another version only with a key map
+    (the study's codebook page)."""
 
     list_display = ["name", "codebook", "coders_per_run", "adjudicator", "closed_at", "created_at"]
     fields = ["name", "adjudicator", "codebook", "annotators", "coders_per_run", "seed", "closed_at",
@@ -83,3 +84,8 @@ class PilotRoundAdmin(admin.ModelAdmin):
 @admin.register(OpenCode)
 class OpenCodeAdmin(ReadOnlyAdmin):
     list_display = ["text", "pilot", "run", "annotator", "promoted_to"]
+
+
+@admin.register(StudyCodebookMove)
+class StudyCodebookMoveAdmin(ReadOnlyAdmin):
+    list_display = ["study", "from_codebook", "to_codebook", "actor", "at", "mapped_labels", "reopened"]

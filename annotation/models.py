@@ -69,19 +69,48 @@ class Study(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def save(self, *args, **kwargs) -> None:
-        # Pinned means pinned: a study codes against one frozen codebook version, from its creation on.
+    def save(self, *args, repin: bool = False, **kwargs) -> None:
+        # Pinned means pinned: a study codes against one frozen codebook version. It moves to another
+        # frozen version only through study_move_codebook (services/codebook_move.py), which maps its
+        # labels and records the move: that service alone passes `repin=True`.
         if not Codebook.objects.filter(pk=self.codebook_id, status=Codebook.Status.FROZEN).exists():
             raise FrozenCodebookError(f"{self.name}: a study pins a frozen codebook version, not a draft")
-        if self.pk is not None:
+        if self.pk is not None and not repin:
             pinned = Study.objects.filter(pk=self.pk).values_list("codebook_id", flat=True).first()
             if pinned is not None and pinned != self.codebook_id:
-                raise FrozenCodebookError(f"{self.name}: its codebook is pinned; create a new study to use another")
+                raise FrozenCodebookError(
+                    f"{self.name}: its codebook is pinned; move it to another version with a key map"
+                )
         super().save(*args, **kwargs)
 
     def rq4(self) -> tuple[Rq4Rules, list[tuple[str, str]]]:
         """RQ4's rules and mechanism tags for this study (the defaults unless set)."""
         return rq4_settings(self.rq4_settings)
+
+
+class StudyCodebookMove(models.Model):
+    """A study moving from one frozen codebook version to another, with the key map that carried
+    its labels over: labels of renamed and merged codes were re-pointed, codings that used a split
+    code were reopened for re-coding (`reopened`). Agreement is reported per version: a coding
+    belongs to the version the study pinned when it was submitted."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="codebook_moves")
+    from_codebook = models.ForeignKey(Codebook, on_delete=models.PROTECT, related_name="+")
+    to_codebook = models.ForeignKey(Codebook, on_delete=models.PROTECT, related_name="+")
+    key_map = models.JSONField(
+        help_text="Old mode key → list of new keys: one (rename, or merge when several share it) or more (split)."
+    )
+    actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+    note = models.TextField(blank=True, default="")
+    mapped_labels = models.PositiveIntegerField(default=0, help_text="Labels re-pointed one to one.")
+    reopened = models.PositiveIntegerField(default=0, help_text="Codings reopened for re-coding (a split).")
+
+    class Meta:
+        ordering = ["study", "at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.study}: {self.from_codebook} → {self.to_codebook}"
 
 
 class StudyStatistics(models.Model):
@@ -148,6 +177,17 @@ class Annotation(models.Model):
         default=False, help_text="The annotator asks for a discussion of this run, even if the two codings agree."
     )
     flag_note = models.TextField(blank=True, default="")
+    codebook = models.ForeignKey(
+        Codebook,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The codebook version of its last submission (set at submit): agreement is per version.",
+    )
+    recode_reason = models.TextField(
+        blank=True, default="", help_text="Set when a codebook move made this coding ambiguous: code the run again."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from .views import coding, dashboard, pilot, review, studies
+from .views import codebook, coding, dashboard, pilot, review, studies
 
 app_name = "annotation"
 urlpatterns = [
@@ -30,6 +30,7 @@ urlpatterns = [
     path("studies/<int:study_id>/advantage/", dashboard.helped_pairs, name="helped_pairs"),
     path("studies/<int:study_id>/advantage/<int:run_id>/", dashboard.helped_pair_tag, name="helped_pair_tag"),
     path("studies/<int:study_id>/settings/", dashboard.analysis_settings, name="analysis_settings"),
+    path("studies/<int:study_id>/codebook/", codebook.study_codebook, name="study_codebook"),
     path("studies/<int:study_id>/export/<slug:kind>.csv", dashboard.study_export, name="export"),
     path("studies/<int:study_id>/bundle.zip", dashboard.study_bundle, name="bundle"),
     path("studies/<int:study_id>/runs/<int:run_id>/history/", dashboard.run_history, name="run_history"),
@@ -37,4 +38,5 @@ urlpatterns = [
     path("pilot/<int:pilot_id>/runs/<int:run_id>/", pilot.pilot_run, name="pilot_run"),
     path("pilot/<int:pilot_id>/consolidate/", pilot.pilot_consolidate, name="pilot_consolidate"),
     path("pilot/<int:pilot_id>/promote/", pilot.pilot_promote_view, name="pilot_promote"),
+    path("pilot/<int:pilot_id>/draft/", pilot.pilot_draft_view, name="pilot_draft"),
 ]

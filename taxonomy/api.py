@@ -19,7 +19,9 @@ class CodeSerializer(serializers.ModelSerializer):
             "definition",
             "inclusion",
             "exclusion",
-            "example",
+            "positive_example",
+            "negative_example",
+            "source",
             "position",
         ]
         read_only_fields = fields

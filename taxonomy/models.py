@@ -1,13 +1,46 @@
 """Versioned codebooks: category → subcategory → mode codes with definitions.
 
-A frozen codebook never changes (services refuse, and so does `Code.save`); edits are made
-in a new draft version whose `parent` is the version it came from. Studies pin one version.
+A frozen codebook never changes (services refuse, and so do `Code.save`/`delete`, the queryset's
+bulk `update`/`delete` and the Django admin); edits are made in a new draft version whose `parent` is
+the version it came from. Studies pin one frozen version (and move to another only with a key map).
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+
+
+class CodebookQuerySet(models.QuerySet):
+    """Bulk writes skip `save`/`delete`: they refuse when they would touch a frozen codebook."""
+
+    def _refuse_frozen(self, verb: str) -> None:
+        frozen = self.filter(status=Codebook.Status.FROZEN).first()
+        if frozen is not None:
+            raise FrozenCodebookError(f"{frozen} is frozen: a published codebook is never {verb}")
+
+    def update(self, **kwargs) -> int:
+        self._refuse_frozen("changed")
+        return super().update(**kwargs)
+
+    def delete(self):
+        self._refuse_frozen("deleted")
+        return super().delete()
+
+
+class CodeQuerySet(models.QuerySet):
+    def _refuse_frozen(self, verb: str) -> None:
+        frozen = self.filter(codebook__status=Codebook.Status.FROZEN).select_related("codebook").first()
+        if frozen is not None:
+            raise FrozenCodebookError(f"{frozen.codebook} is frozen; its codes are never {verb}")
+
+    def update(self, **kwargs) -> int:
+        self._refuse_frozen("changed")
+        return super().update(**kwargs)
+
+    def delete(self):
+        self._refuse_frozen("deleted")
+        return super().delete()
 
 
 class Codebook(models.Model):
@@ -31,6 +64,8 @@ class Codebook(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     frozen_at = models.DateTimeField(null=True, blank=True)
+
+    objects = CodebookQuerySet.as_manager()
 
     class Meta:
         ordering = ["name", "-version"]
@@ -70,8 +105,18 @@ class Code(models.Model):
     definition = models.TextField(blank=True, default="")
     inclusion = models.TextField(blank=True, default="", help_text="When to use this code.")
     exclusion = models.TextField(blank=True, default="", help_text="When not to (and what to use instead).")
-    example = models.TextField(blank=True, default="")
+    positive_example = models.TextField(blank=True, default="", help_text="A case this code fits.")
+    negative_example = models.TextField(
+        blank=True, default="", help_text="A near case this code does not fit (and why)."
+    )
+    source = models.TextField(
+        blank=True,
+        default="",
+        help_text="Where the texts come from: 'published: …' (the study's own words, with the file) or 'Parallax'.",
+    )
     position = models.PositiveIntegerField(default=0)
+
+    objects = CodeQuerySet.as_manager()
 
     class Meta:
         ordering = ["codebook", "position"]

@@ -16,11 +16,14 @@ CSV_COLUMNS = (
     "definition",
     "inclusion",
     "exclusion",
-    "example",
+    "positive_example",
+    "negative_example",
+    "source",
     "codebook",
     "version",
 )
-_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+TEXT_FIELDS = ("definition", "inclusion", "exclusion", "positive_example", "negative_example", "source")
+SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
 @dataclass
@@ -32,7 +35,9 @@ class CodeSpec:
     definition: str = ""
     inclusion: str = ""
     exclusion: str = ""
-    example: str = ""
+    positive_example: str = ""
+    negative_example: str = ""
+    source: str = ""
     row: int | None = None
     children: list[CodeSpec] = field(default_factory=list)
 
@@ -54,7 +59,7 @@ def validate(specs: list[CodeSpec]) -> list[CodeSpec]:
     """Check keys, levels and parents; return the specs ordered parents first (stable)."""
     by_key: dict[str, CodeSpec] = {}
     for spec in specs:
-        if not spec.key or not _SLUG.match(spec.key):
+        if not spec.key or not SLUG.match(spec.key):
             raise TreeError(
                 f"key {spec.key!r} must be lowercase letters, digits and hyphens", row=spec.row, column="key"
             )
@@ -86,3 +91,35 @@ def validate(specs: list[CodeSpec]) -> list[CodeSpec]:
             )
     order = {level: i for i, level in enumerate(LEVELS)}
     return sorted(specs, key=lambda s: order[s.level])
+
+
+def parse_parts(text: str) -> list[tuple[str, str]]:
+    """Lines `key: Name` (or just `Name`, keyed from the name) → [(key, name)]."""
+    parts = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        key, sep, name = line.partition(":")
+        key, name = (key.strip(), name.strip()) if sep else (slugify_key(line), line.strip())
+        if not name:
+            raise TreeError(f"line {number} ({line.strip()!r}): write `key: Name`", column="parts")
+        parts.append((key, name))
+    return parts
+
+
+def parse_key_map(text: str, *, column: str = "key_map") -> dict[str, list[str]]:
+    """Lines `old -> new` (rename), `old -> new-a, new-b` (split); several lines with one target
+    are a merge. Blank lines and `#` comments are skipped; a key given twice is an error."""
+    mapping: dict[str, list[str]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        old, sep, new = line.partition("->")
+        targets = [t.strip() for t in new.replace(" ", ",").split(",") if t.strip()]
+        if not sep or not old.strip() or not targets:
+            raise TreeError(f"line {number} ({line!r}): write `old-key -> new-key[, new-key…]`", column=column)
+        if old.strip() in mapping:
+            raise TreeError(f"line {number}: {old.strip()!r} is mapped twice", column=column)
+        mapping[old.strip()] = targets
+    return mapping

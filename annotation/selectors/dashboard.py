@@ -4,14 +4,27 @@ queries."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from taxonomy.models import Codebook
 from trajectories.selectors import twins
 
-from ..models import Annotation, Assignment, AuditEntry, Discussion, FinalCoding, FinalLabel, Study
+from ..models import (
+    Annotation,
+    Assignment,
+    AuditEntry,
+    Discussion,
+    FinalCoding,
+    FinalLabel,
+    Label,
+    Study,
+    StudyCodebookMove,
+)
 from ..stats.agreement import LEVELS, Coding, Taxonomy, agreement_report, headline_bootstrap, headline_series
 from ..stats.reports import (
     PROCESS_METRICS,
@@ -24,10 +37,39 @@ from ..stats.reports import (
 from ..stats.settings import CODE_UNIVERSES
 
 
-def _submits(study: Study):
-    """The study's submit entries in the order they happened: each annotation's first is its
-    *independent* coding."""
-    return AuditEntry.objects.filter(annotation__assignment__study=study, action="submit").order_by("at", "pk")
+@dataclass(frozen=True)
+class Period:
+    """A codebook version a study pinned, and when: codings submitted in [start, end) were coded
+    against it (None: open-ended)."""
+
+    codebook: Codebook
+    start: datetime | None
+    end: datetime | None
+
+
+def codebook_periods(*, study: Study) -> list[Period]:
+    """The versions the study has pinned, oldest first (one, unless it moved). One query."""
+    moves = list(StudyCodebookMove.objects.filter(study=study).select_related("from_codebook", "to_codebook"))
+    if not moves:
+        return [Period(study.codebook, None, None)]
+    periods = [Period(moves[0].from_codebook, None, moves[0].at)]
+    for move, after in zip(moves, [*moves[1:], None], strict=True):
+        periods.append(Period(move.to_codebook, move.at, after.at if after else None))
+    return periods
+
+
+def _submits(study: Study, period: Period | None = None):
+    """The study's submit entries in the order they happened, within one codebook period (default:
+    the current version's): each annotation's first is its *independent* coding against it."""
+    entries = AuditEntry.objects.filter(annotation__assignment__study=study, action="submit").order_by("at", "pk")
+    if period is None:
+        last = StudyCodebookMove.objects.filter(study=study).order_by("-at", "-pk").values_list("at", flat=True).first()
+        return entries.filter(at__gte=last) if last is not None else entries
+    if period.start is not None:
+        entries = entries.filter(at__gte=period.start)
+    if period.end is not None:
+        entries = entries.filter(at__lt=period.end)
+    return entries
 
 
 def first_submissions(*, study: Study) -> list[AuditEntry]:
@@ -44,20 +86,21 @@ def first_submissions(*, study: Study) -> list[AuditEntry]:
     return list(first.values())
 
 
-def agreement_input(*, study: Study):
+def agreement_input(*, study: Study, period: Period | None = None):
     """The study's taxonomy and every *independent* coding: the label set each annotator
-    submitted first (from the submit entry of the history), not later discussion revisions. The
-    taxonomy holds the study's code universe: every mode of the codebook, or (kappa_universe
-    "observed") only the modes some independent coding used — and so, at the upper levels, only
-    their subcategories and categories."""
-    codes = {c.pk: c for c in study.codebook.codes.all()}
+    submitted first (from the submit entry of the history), not later discussion revisions — of
+    one codebook version (`period`; default: the version the study pins now). The taxonomy holds
+    the study's code universe: every mode of the codebook, or (kappa_universe "observed") only the
+    modes some independent coding used — and so, at the upper levels, only their subcategories and
+    categories."""
+    codes = {c.pk: c for c in (period.codebook if period else study.codebook).codes.all()}
     modes = {}
     for code in codes.values():
         if code.level == "mode":
             sub = codes[code.parent_id]
             modes[code.key] = (sub.key, codes[sub.parent_id].key)
     # first_submissions' rows, as plain values (no model instances: this reads every coding of the study)
-    entries = _submits(study).values_list(
+    entries = _submits(study, period).values_list(
         "annotation_id", "annotation__assignment__run_id", "annotation__assignment__annotator__username", "after"
     )
     first: dict[int, Coding] = {}
@@ -136,15 +179,47 @@ def agreement(*, study: Study, resamples: int = 1000, inputs=None) -> dict:
     return report
 
 
+def mode_usage(*, study: Study) -> list[tuple[str, str, int]]:
+    """The modes the study's labels use now, in codebook order: (key, name, labels). One query."""
+    return list(
+        Label.objects.filter(annotation__assignment__study=study)
+        .values_list("code__key", "code__name")
+        .annotate(n=Count("pk"))
+        .order_by("code__position")
+    )
+
+
+def agreement_by_version(*, study: Study, resamples: int = 1000) -> list[dict]:
+    """The headline κ (mode level, mean pairwise pooled, with its bootstrap CI) of each codebook
+    version the study has pinned, over the codings submitted against it."""
+    rows = []
+    for period in codebook_periods(study=study):
+        taxonomy, codings = agreement_input(study=study, period=period)
+        headline = headline_bootstrap(taxonomy, codings, n_resamples=resamples, seed=study.seed)
+        per_item = Counter(c.item for c in codings)
+        rows.append(
+            {
+                "codebook_id": period.codebook.pk,
+                "codebook": period.codebook.name,
+                "version": period.codebook.version,
+                "current": period.end is None,
+                "from": period.start,
+                "to": period.end,
+                "codings": len(codings),
+                "runs_compared": sum(1 for n in per_item.values() if n >= 2),
+                "kappa": headline["kappa"],
+                "ci_low": headline["ci_low"],
+                "ci_high": headline["ci_high"],
+            }
+        )
+    return rows
+
+
 def kappa_over_time(*, study: Study, points: int = 10, inputs=None) -> list[dict]:
     """Headline κ over the runs completed so far (all k first submissions in), at even steps."""
     taxonomy, codings = inputs or agreement_input(study=study)
     done_at: dict[str, list] = defaultdict(list)
-    for entry in (
-        AuditEntry.objects.filter(annotation__assignment__study=study, action="submit")
-        .values("annotation__assignment__run_id", "at")
-        .order_by("at")
-    ):
+    for entry in _submits(study).values("annotation__assignment__run_id", "at"):
         done_at[str(entry["annotation__assignment__run_id"])].append(entry["at"])
     k = study.coders_per_run
     completed = sorted((times[k - 1], item) for item, times in done_at.items() if len(times) >= k)

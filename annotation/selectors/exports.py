@@ -313,6 +313,16 @@ def per_code_rows(study: Study) -> Iterator[dict]:
                 }
 
 
+def kappa_by_version_rows(study: Study) -> Iterator[dict]:
+    """The headline κ per codebook version the study pinned (its codings against each)."""
+    payload = _stored(study)
+    rows = payload.get("by_version") if payload is not None else None
+    if rows is None:
+        rows = dashboard.agreement_by_version(study=study, resamples=0)
+    for row in rows:
+        yield {column: row[column] for column in KAPPA_BY_VERSION_COLUMNS}
+
+
 def outcome_rows(study: Study) -> Iterator[dict]:
     """The study's runs, then their twins, one row of outcomes and metrics each."""
     runs = Run.objects.filter(studies=study)
@@ -383,6 +393,8 @@ def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
         return PER_CODE_COLUMNS, per_code_rows(study)
     if kind == "outcomes":
         return METRICS_COLUMNS, outcome_rows(study)
+    if kind == "kappa-by-version":
+        return KAPPA_BY_VERSION_COLUMNS, kappa_by_version_rows(study)
     if kind == "rq1":
         return RQ1_COLUMNS, rq1_rows(study)
     if kind == "rq2":
@@ -392,4 +404,10 @@ def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
     raise KeyError(kind)
 
 
-EXPORT_KINDS = ("labels", "finals", "table3", "agreement", "per-code-kappa", "outcomes", "rq1", "rq2", "rq4")
+EXPORT_KINDS = (
+    "labels", "finals", "table3", "agreement", "per-code-kappa", "kappa-by-version", "outcomes", "rq1", "rq2", "rq4",
+)  # fmt: skip
+KAPPA_BY_VERSION_COLUMNS = (
+    "codebook_id", "codebook", "version", "current", "from", "to", "codings", "runs_compared", "kappa", "ci_low",
+    "ci_high",
+)  # fmt: skip

@@ -64,6 +64,7 @@ def compute_statistics(study: Study) -> tuple[dict, list[list]]:
             "agreement": report,
             "per_code": per_code_kappa(report),
             "over_time": dashboard.kappa_over_time(study=study, inputs=inputs),
+            "by_version": dashboard.agreement_by_version(study=study, resamples=BOOTSTRAP_RESAMPLES),
             "table3": dashboard.study_failure_modes(study=study),
             "rq1": outcome_comparison(pairs),
             "rq2": process_summary(dashboard.pair_metrics(study=study)),

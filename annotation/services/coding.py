@@ -12,7 +12,7 @@ from django.utils import timezone
 from taxonomy.models import Code
 
 from ..errors import AnnotationError, ConflictError, LockedError
-from ..models import Annotation, AuditEntry, Discussion, Label
+from ..models import Annotation, AuditEntry, Discussion, Label, Study
 from .anchors import anchor_problems, clean_anchors, field_key, numbered
 from .review import discussion_require_open, run_reconcile
 from .statistics import statistics_changed
@@ -228,7 +228,17 @@ def annotation_submit(
     annotation.status = Annotation.Status.SUBMITTED
     annotation.submitted_at = timezone.now()
     annotation.skip_reason = ""  # a run skipped earlier and coded now is no longer skipped
-    annotation.save(update_fields=["status", "submitted_at", "skip_reason"])
+    annotation.recode_reason = ""  # a coding reopened by a codebook move is coded again
+    # The version it was coded against: the labels' codes are the study's pinned version's (checked
+    # at save), and agreement is computed per version.
+    pinned = Study.objects.filter(pk=annotation.assignment.study_id).values_list("codebook_id", flat=True).get()
+    if any(label.code.codebook_id != pinned for label in labels):
+        raise AnnotationError(
+            "the study moved to another codebook version since these codes were picked: reload and pick again",
+            {"codes": "codebook moved"},
+        )
+    annotation.codebook_id = pinned
+    annotation.save(update_fields=["status", "submitted_at", "skip_reason", "recode_reason", "codebook"])
     audit(annotation, actor, "submit", before=before, after=snapshot(annotation))
     run_reconcile(study=annotation.assignment.study, run_id=annotation.assignment.run_id)
     return annotation

@@ -1,5 +1,6 @@
-"""Pilot open coding: free-text codes on a pilot sample, grouped and promoted into a new
-draft codebook version. The OpenCode → Code mapping is kept (`OpenCode.promoted_to`)."""
+"""Pilot open coding: free-text codes on a pilot sample, grouped and promoted into the pilot's
+draft codebook version (one draft that every promotion adds to). The OpenCode → Code mapping is
+kept (`OpenCode.promoted_to`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from taxonomy.models import Codebook
-from taxonomy.services import codebook_create_from_specs, codebook_specs
-from taxonomy.tree import CodeSpec, TreeError, slugify_key
+from taxonomy.services import code_create, codebook_create_from_specs, codebook_new_version, codebook_specs
+from taxonomy.tree import TreeError, slugify_key
 from trajectories.selectors import paired_concurrent_runs
 
 from ..errors import AnnotationError
@@ -64,53 +65,68 @@ def open_codes_set(
 class Promotion:
     group_keys: list[str]  # normalised texts merged into one code
     name: str
-    parent_key: str  # a subcategory of the base codebook (or one promoted in the same call)
+    parent_key: str  # a category or subcategory of the pilot's draft (or one promoted before it)
     level: str = "mode"
     definition: str = ""
+
+
+@transaction.atomic
+def pilot_open_draft(*, pilot: PilotRound, user: AbstractBaseUser | None = None, codebook_name: str = "") -> Codebook:
+    """The pilot's open draft, which every promotion adds to: made the first time (from the base
+    codebook, or empty for a pilot without one), and made anew from the last result if that was
+    frozen meanwhile (so nothing promoted before is lost)."""
+    pilot = PilotRound.objects.select_for_update().get(pk=pilot.pk)  # two promotions at once make one draft
+    draft = pilot.result_codebook
+    if draft is not None and not draft.is_frozen:
+        return draft
+    change_log = f"Open codes promoted from pilot round '{pilot.name}'."
+    origin = draft or pilot.base_codebook
+    if origin is not None and not codebook_name:
+        draft = codebook_new_version(codebook=origin, change_log=change_log, user=user)
+    else:
+        name = codebook_name or f"Pilot: {pilot.name}"
+        latest = Codebook.objects.filter(name=name).order_by("-version").first()
+        draft = codebook_create_from_specs(
+            name=name,
+            version=(latest.version + 1) if latest else 1,
+            specs=codebook_specs(origin) if origin else [],
+            parent=origin,
+            user=user,
+            description=origin.description if origin else "",
+            change_log=change_log,
+        )
+    pilot.result_codebook = draft
+    pilot.save(update_fields=["result_codebook"])
+    return draft
 
 
 @transaction.atomic
 def pilot_promote(
     *, pilot: PilotRound, promotions: list[Promotion], user: AbstractBaseUser | None = None, codebook_name: str = ""
 ) -> Codebook:
-    """Create a new draft codebook: the base codebook's codes plus one code per promotion."""
-    base = pilot.base_codebook
-    specs = codebook_specs(base) if base else []
-    known = {spec.key for spec in specs}
+    """Add one code per promotion to the pilot's open draft (pilot_open_draft): promotions
+    accumulate in one draft version, and every promoted open code keeps a link to its code. A bad
+    promotion (repeated key, unknown parent) stores none of them."""
+    draft = pilot_open_draft(pilot=pilot, user=user, codebook_name=codebook_name)
     for promotion in promotions:
         key = slugify_key(promotion.name)
-        if not key or key in known:
+        if not key or draft.codes.filter(key=key).exists():
             raise AnnotationError(f"code {promotion.name!r} would repeat key {key!r}")
-        known.add(key)
-        specs.append(
-            CodeSpec(
-                key=key,
+        try:
+            code = code_create(
+                codebook=draft,
                 level=promotion.level,
                 name=promotion.name,
+                key=key,
                 parent_key=promotion.parent_key,
                 definition=promotion.definition,
+                user=user,
             )
-        )
-    name = codebook_name or (base.name if base else f"Pilot: {pilot.name}")
-    latest = Codebook.objects.filter(name=name).order_by("-version").first()
-    try:
-        codebook = codebook_create_from_specs(
-            name=name,
-            version=(latest.version + 1) if latest else 1,
-            specs=specs,
-            parent=base,
-            user=user,
-            description=base.description if base else "",
-            change_log=f"Promoted {len(promotions)} open code group(s) from pilot round '{pilot.name}'.",
-        )
-    except TreeError as exc:
-        raise AnnotationError(str(exc)) from exc
-    for promotion in promotions:
-        code = codebook.codes.get(key=slugify_key(promotion.name))
-        for open_code in pilot.open_codes.all():
-            if open_code.group_key in promotion.group_keys:
-                open_code.promoted_to = code
-                open_code.save(update_fields=["promoted_to"])
-    pilot.result_codebook = codebook
-    pilot.save(update_fields=["result_codebook"])
-    return codebook
+        except TreeError as exc:
+            raise AnnotationError(f"code {promotion.name!r}: {exc}") from exc
+        groups = set(promotion.group_keys)
+        promoted = [c for c in pilot.open_codes.filter(promoted_to__isnull=True) if c.group_key in groups]
+        for open_code in promoted:
+            open_code.promoted_to = code
+        OpenCode.objects.bulk_update(promoted, ["promoted_to"])
+    return draft

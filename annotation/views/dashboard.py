@@ -67,6 +67,7 @@ def _statistics_context(payload: dict) -> dict:
         "per_code": payload["per_code"],
         "mode_pairs": [p for p in report["pairs"] if p["levels"]["mode"]["n_shared_items"]],
         "over_time": over_time,
+        "by_version": payload.get("by_version", []),  # statistics computed before versions were reported: none
         "over_time_chart": charts.line(
             [(p["runs"], p["kappa"]) for p in over_time],
             x_label="runs with all their codings in (count, in the order they were completed)",

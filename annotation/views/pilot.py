@@ -1,5 +1,5 @@
 """Pilot open coding: an annotator's pilot runs and open codes; an admin consolidates and
-promotes them into a new draft codebook."""
+promotes them into the pilot's draft codebook (one draft that every promotion adds to)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from trajectories.selectors import pair_sides
 from ..errors import AnnotationError
 from ..models import OpenCode, PilotRound
 from ..selectors.pilot import pilot_groups
-from ..services.pilot import Promotion, open_codes_set, pilot_promote
+from ..services.pilot import Promotion, open_codes_set, pilot_open_draft, pilot_promote
 
 
 def _my_pilot(request: HtmxHttpRequest, pilot_id: int) -> PilotRound:
@@ -72,12 +72,27 @@ def pilot_consolidate(request: HtmxHttpRequest, pilot_id: int) -> HttpResponse:
     if not is_admin(request.user):
         raise PermissionDenied("Only admins consolidate pilot codes.")
     pilot = get_object_or_404(PilotRound.objects.select_related("base_codebook", "result_codebook"), pk=pilot_id)
-    subcategories = pilot.base_codebook.codes.filter(level="subcategory") if pilot.base_codebook else []
+    draft = pilot.result_codebook if pilot.result_codebook and not pilot.result_codebook.is_frozen else None
+    target = draft or pilot.result_codebook or pilot.base_codebook
+    parents = (
+        target.codes.exclude(level="mode").select_related("parent").order_by("position") if target is not None else []
+    )
     return render(
         request,
         "annotation/pilot_consolidate.html",
-        {"pilot": pilot, "groups": pilot_groups(pilot=pilot), "subcategories": subcategories},
+        {"pilot": pilot, "groups": pilot_groups(pilot=pilot), "parents": parents, "draft": draft},
     )
+
+
+@require_POST
+def pilot_draft_view(request: HtmxHttpRequest, pilot_id: int) -> HttpResponse:
+    """Open (or go to) the pilot's draft in the codebook editor: a pilot without a base codebook
+    builds its categories and subcategories there."""
+    if not is_admin(request.user):
+        raise PermissionDenied("Only admins consolidate pilot codes.")
+    pilot = get_object_or_404(PilotRound, pk=pilot_id)
+    draft = pilot_open_draft(pilot=pilot, user=request.user)
+    return redirect("taxonomy:codebook_edit", codebook_id=draft.pk)
 
 
 @require_POST
@@ -93,6 +108,7 @@ def pilot_promote_view(request: HtmxHttpRequest, pilot_id: int) -> HttpResponse:
         group_keys=groups,
         name=request.POST.get("name", "").strip(),
         parent_key=request.POST.get("parent_key", ""),
+        level=request.POST.get("level", "mode"),
         definition=request.POST.get("definition", ""),
     )
     try:

@@ -202,7 +202,7 @@
   const guidance = document.getElementById("guidance");
   function guide(option) {
     if (!guidance || !option) return;
-    for (const name of ["name", "path", "definition", "inclusion", "exclusion", "example"]) {
+    for (const name of ["name", "path", "definition", "inclusion", "exclusion", "positive", "negative"]) {
       const value = option.dataset["g" + name[0].toUpperCase() + name.slice(1)] || "";
       guidance.querySelector(`[data-g="${name}"]`).textContent = value;
       const row = guidance.querySelector(`[data-g="${name}-row"]`);

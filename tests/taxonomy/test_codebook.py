@@ -12,7 +12,7 @@ from taxonomy.services import (
     codebook_load_default,
     codebook_new_version,
 )
-from taxonomy.tree import TreeError
+from taxonomy.tree import CSV_COLUMNS, TreeError
 from tests.conftest import REAL
 
 pytestmark = pytest.mark.django_db
@@ -63,14 +63,16 @@ def test_new_version_keeps_keys_and_links_parent(codebook):
 def test_csv_round_trip_is_identical(codebook):
     text = codebook_csv(codebook)
     lines = text.strip().splitlines()
-    assert lines[0] == "key,level,parent_key,path,name,definition,inclusion,exclusion,example,codebook,version"
+    assert lines[0] == (
+        "key,level,parent_key,path,name,definition,inclusion,exclusion,positive_example,negative_example,source,"
+        "codebook,version"
+    )
     assert len(lines) == 1 + 4 + 13 + 32
     assert "Shared State and Merge Problems > Concurrent Writes > Final-Tree Overwrite" in text
-    from taxonomy.models import Codebook
-
-    Codebook.objects.filter(pk=codebook.pk).delete()  # a fresh database, for the test (the app never deletes it)
+    # The same file under another name (the frozen original can never be deleted to make room).
+    text = text.replace(",Dynamic-concurrency failure modes,1\n", ",Copy,1\n")
     again = codebook_import_csv(text=text)
-    assert codebook_csv(again) == text
+    assert again.name == "Copy" and codebook_csv(again) == text
 
 
 def test_csv_import_rejects_bad_rows_with_row_numbers_and_stores_nothing(codebook):
@@ -86,32 +88,32 @@ def test_csv_import_rejects_bad_rows_with_row_numbers_and_stores_nothing(codeboo
 @pytest.mark.parametrize(
     "row,needle",
     [
-        ("Bad Key,mode,x,,X,,,,,C,1", "column 'key'"),
-        ("ok,level9,,,X,,,,,C,1", "column 'level'"),
+        ("Bad Key,mode,x,,X,,,,,,,C,1", "column 'key'"),
+        ("ok,level9,,,X,,,,,,,C,1", "column 'level'"),
         (
-            "cat,category,,,Cat,,,,,C,1\nsub,subcategory,cat,,Sub,,,,,C,1\nm,mode,cat,,M,,,,,C,1",
+            "cat,category,,,Cat,,,,,,,C,1\nsub,subcategory,cat,,Sub,,,,,,,C,1\nm,mode,cat,,M,,,,,,,C,1",
             "must be a subcategory",
         ),
-        ("cat,category,,,Cat,,,,,C,1\ncat,category,,,Cat,,,,,C,1", "duplicate key"),
+        ("cat,category,,,Cat,,,,,,,C,1\ncat,category,,,Cat,,,,,,,C,1", "duplicate key"),
     ],
 )
 def test_csv_import_errors(row, needle):
-    header = "key,level,parent_key,path,name,definition,inclusion,exclusion,example,codebook,version\n"
+    header = ",".join(CSV_COLUMNS) + "\n"
     with pytest.raises(TreeError, match=needle):
         codebook_import_csv(text=header + row + "\n")
     assert Codebook.objects.count() == 0
 
 
 def test_any_codebook_shape_imports():
-    header = "key,level,parent_key,path,name,definition,inclusion,exclusion,example,codebook,version\n"
+    header = ",".join(CSV_COLUMNS) + "\n"
     rows = [
-        "a,category,,,A,,,,,Tiny,3",
-        "a1,subcategory,a,,A1,,,,,Tiny,3",
-        "x,mode,a1,,X,,,,,Tiny,3",
-        "b,category,,,B,,,,,Tiny,3",
-        "b1,subcategory,b,,B1,,,,,Tiny,3",
-        "y,mode,b1,,Y,,,,,Tiny,3",
-        "z,mode,b1,,Z,,,,,Tiny,3",
+        "a,category,,,A,,,,,,,Tiny,3",
+        "a1,subcategory,a,,A1,,,,,,,Tiny,3",
+        "x,mode,a1,,X,,,,,,,Tiny,3",
+        "b,category,,,B,,,,,,,Tiny,3",
+        "b1,subcategory,b,,B1,,,,,,,Tiny,3",
+        "y,mode,b1,,Y,,,,,,,Tiny,3",
+        "z,mode,b1,,Z,,,,,,,Tiny,3",
     ]
     cb = codebook_import_csv(text=header + "\n".join(rows) + "\n")
     assert (cb.name, cb.version, cb.codes.filter(level="mode").count()) == ("Tiny", 3, 3)
@@ -183,10 +185,10 @@ def test_codebook_csv_is_spreadsheet_safe_and_still_round_trips(codebook, admin_
 
     draft = codebook_new_version(codebook=codebook, user=admin_user)
     code = draft.codes.get(key="same-file-collision")
-    code_update(code=code, definition='=HYPERLINK("http://evil")', example="-- a bullet")
+    code_update(code=code, definition='=HYPERLINK("http://evil")', negative_example="-- a bullet")
     text = codebook_csv(draft)
     assert "'=HYPERLINK" in text and "'-- a bullet" in text
-    Codebook.objects.filter(pk=draft.pk).delete()  # a fresh database, for the test
+    Codebook.objects.filter(pk=draft.pk).delete()  # a draft can go (a fresh database, for the test)
     again = codebook_import_csv(text=text)
     assert again.codes.get(key="same-file-collision").definition == '=HYPERLINK("http://evil")'
     assert codebook_csv(again) == text
