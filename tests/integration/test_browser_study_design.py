@@ -1,6 +1,7 @@
 """A second study set up entirely in the browser: the adjudicator creates it (four annotators, three
 per run, runs picked by benchmark), sees its balance, adds runs one at a time and replaces an
-annotator mid-study; an annotator then finds the runs in their queue."""
+annotator mid-study (what they coded stays); an admin makes a second codebook version with a merge
+and the study moves to it; an annotator then finds the runs in their queue."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.roles import ANNOTATOR
-from annotation.models import Annotation, Assignment, Study
+from annotation.models import Annotation, Assignment, Label, Study
 from annotation.selectors.studies import study_balance
 from tests.annotation.test_add_runs import _more_pairs
+from tests.annotation.test_codebook_move import code
 from tests.conftest import _user
 from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
 
@@ -26,6 +28,7 @@ def test_a_study_designed_run_and_changed_in_the_browser(
     codebook,
     trio,
     adjudicator,
+    admin_user,
     tmp_path,
 ):
     fourth, fifth = _user("coder4", ANNOTATOR), _user("coder5", ANNOTATOR)
@@ -54,14 +57,16 @@ def test_a_study_designed_run_and_changed_in_the_browser(
     assert report["runs"] == 8 and report["groups"]["spread"] <= 1 and report["annotators"]["spread"] <= 1
     expect(page.locator("text=coder groups")).to_be_visible()
 
-    # coder1 submits nothing, then leaves; coder5 takes their runs; nothing coded is lost
+    # coder1 codes one run, then leaves; coder5 takes their other runs; what coder1 coded stays theirs
+    coded = code(Assignment.objects.filter(study=second, annotator=trio[0]).first(), ["no-assembly-owner"])
     page.get_by_label("Annotator leaving").select_option(label="coder1")
     page.get_by_label("New annotator").select_option(label="coder5")
     page.get_by_role("button", name="Replace", exact=True).click()
     expect(page.locator(".messages")).to_contain_text("coder1 left")
-    assert not Assignment.objects.filter(study=second, annotator=trio[0]).exists()
-    assert Assignment.objects.filter(study=second, annotator=fifth).count() == 6
-    assert Annotation.objects.filter(assignment__study=second).count() == 0
+    assert list(Assignment.objects.filter(study=second, annotator=trio[0])) == [coded.assignment]
+    assert Assignment.objects.filter(study=second, annotator=fifth).count() == 5
+    assert list(Annotation.objects.filter(assignment__study=second)) == [coded]
+    assert set(study_balance(study=second)["coders_per_run"]) == {3}  # every run still has three coders
 
     # a refusal names its field and changes nothing
     page.get_by_label("Coders per run (k)").evaluate("el => el.removeAttribute('disabled')")
@@ -70,6 +75,29 @@ def test_a_study_designed_run_and_changed_in_the_browser(
     expect(page.locator(".form-errors")).to_contain_text("a study named 'S' exists")
     second.refresh_from_db()
     assert second.name == "Second study"
+
+    # an admin makes a second codebook version with a merge, freezes it, and moves the study to it
+    page.get_by_role("button", name="Log out").click()
+    login(page, live_server, "boss", "pw-boss")
+    page.goto(f"{live_server.url}/codebooks/{codebook.pk}/")
+    page.get_by_role("button", name="New version").click()
+    page.get_by_role("link", name="Edit draft").click()
+    merge = page.locator("form", has=page.locator("input[name=op][value=merge]"))
+    merge.get_by_label("Keys to merge").fill("no-assembly-owner, no-pipeline-owner")
+    merge.get_by_label("Into key").fill("no-delivery-owner")
+    merge.get_by_label("Name").fill("No Delivery Owner")
+    merge.get_by_role("button", name="Merge").click()
+    expect(page.locator("#editor")).to_contain_text("No Delivery Owner")
+    page.get_by_role("button", name="Freeze").first.click()
+    expect(page.locator(".messages")).to_contain_text("is frozen")
+    page.goto(f"{live_server.url}/annotate/studies/{second.pk}/codebook/")
+    page.get_by_label("To").select_option(label=f"{codebook.name} v{codebook.version + 1}")
+    page.get_by_label("Key map").fill("no-assembly-owner -> no-delivery-owner\nno-pipeline-owner -> no-delivery-owner")
+    page.get_by_role("button", name="Move the study").click()
+    expect(page.locator(".messages")).to_contain_text("1 label(s) carried over, 0 coding(s) reopened")
+    second.refresh_from_db()
+    assert second.codebook.version == codebook.version + 1
+    assert [label.code.key for label in Label.objects.filter(annotation=coded)] == ["no-delivery-owner"]
 
     # the annotator who joined finds the study's runs in their queue
     page.get_by_role("button", name="Log out").click()
