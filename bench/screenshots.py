@@ -39,6 +39,8 @@ PAGES: dict[str, list] = {
         ("dashboard", "/annotate/studies/", "main a[href$='/annotate/studies/1/']"),
         "/annotate/studies/new/",
         "/annotate/studies/1/manage/",
+        "/annotate/studies/1/settings/",
+        "/annotate/studies/1/codebook/",
         "/no-such-page/",
     ],
     "senior": [
@@ -49,6 +51,8 @@ PAGES: dict[str, list] = {
         "/annotate/studies/1/advantage/",
         "/annotate/studies/new/",
         "/annotate/studies/1/manage/",
+        "/annotate/studies/1/settings/",
+        "/annotate/studies/1/codebook/",
         (
             "run history",
             "/annotate/adjudication/",
