@@ -138,18 +138,19 @@ def evaluate_signatures(
                 (mode in f.get(detector, ()), mode in r.gold) for r, f in zip(evaluated, fired, strict=True)
             )
             detector_mode_rows.append(_row(TABLES[0], detector, mode, *known(mode), counts))
-        counts = confusion((detector in f, bool(r.gold & set(modes))) for r, f in zip(evaluated, fired, strict=True))
+        supported = frozenset(modes)
+        counts = confusion(
+            (detector in f, not r.gold.isdisjoint(supported)) for r, f in zip(evaluated, fired, strict=True)
+        )
         in_codebook = names is None or any(m in names for m in modes)
         detector_rows.append(_row(TABLES[1], detector, "", "", in_codebook, counts))
+    listed_by_any = [set().union(*f.values()) for f in fired]
     for mode in all_modes:
-        counts = confusion(
-            (any(mode in listed for listed in f.values()), mode in r.gold)
-            for r, f in zip(evaluated, fired, strict=True)
-        )
+        counts = confusion((mode in listed, mode in r.gold) for r, listed in zip(evaluated, listed_by_any, strict=True))
         mode_rows.append(_row(TABLES[2], "", mode, *known(mode), counts))
 
     gold_pairs = sum(len(r.gold) for r in evaluated)
-    covered = sum(len(r.gold & set(all_modes)) for r in evaluated)
+    covered = sum(len(r.gold & frozenset(all_modes)) for r in evaluated)
     return {
         "runs": {
             "with_final": len(runs),

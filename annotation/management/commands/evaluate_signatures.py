@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import floatformat
 
 from annotation.management.studies import study_from_ref
 from annotation.models import FinalCoding
@@ -18,7 +19,8 @@ HEADINGS = {
 
 
 def _figure(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    # the dashboard's own rounding (half up), so that both show the same figure
+    return "n/a" if value is None else str(floatformat(value, 3))
 
 
 class Command(BaseCommand):
