@@ -13,6 +13,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation.models import Assignment
+from annotation.selectors.exports import EXPORT_KINDS
 from annotation.services.pilot import pilot_create
 from tests.conftest import client_for, submit_disagreement
 from tests.routes import routes
@@ -248,3 +249,17 @@ def test_authorization_matrix(study, codebook, trio, adjudicator, admin_user):
     assert not unclassified, f"new route(s) to classify in EXPECTED: {unclassified}"
     wrong = {route: (table[route], EXPECTED[route]) for route in table if table[route] != EXPECTED[route]}
     assert not wrong, "route: (observed, expected)\n" + "\n".join(f"{r}: {v}" for r, v in wrong.items())
+
+
+def test_every_export_kind_is_for_the_studys_lead_only(study, trio, adjudicator, admin_user):
+    """The matrix above opens one export kind; each kind (the signatures against gold included) is
+    refused to annotators alike, on the page and on the API."""
+    page = EXPECTED["annotate/studies/<int:study_id>/export/<slug:kind>.csv"][0]
+    api = EXPECTED["api/studies/<int:study_id>/exports/<slug:kind>/"][0]
+    for kind in EXPORT_KINDS:
+        by_role = clients(trio, adjudicator, admin_user)
+        got_page = tuple(
+            by_role[r][0].get(f"/annotate/studies/{study.pk}/export/{kind}.csv").status_code for r in ROLES
+        )
+        got_api = tuple(by_role[r][1].get(f"/api/studies/{study.pk}/exports/{kind}/").status_code for r in ROLES)
+        assert (got_page, got_api) == (page, api), kind

@@ -251,16 +251,31 @@ PLANTS = (
     "checkpoint_free_retry",
     "verification_order",
 )
+# The codebook modes a careful annotator would give each plant (what it was built to show): the
+# gold that `evaluate_signatures` measures the detectors against on this corpus (docs/signatures.md).
+PLANTED_MODES: dict[str, tuple[str, ...]] = {
+    "same_file_collision": ("same-file-collision",),
+    "unisolated_workspace_writes": ("unisolated-workspace-writes",),
+    "unfinished_children": ("early-child-termination",),
+    "parent_idle_wait": ("blind-timeout-wait",),
+    "fanout_budget": ("fan-out-budget-exhaustion",),
+    "serial_subagents": ("serial-investigation",),
+    "duplicated_reads": ("serial-investigation",),  # the codebook's mode for duplicated investigation
+    "checkpoint_free_retry": ("checkpoint-free-retry",),
+    "verification_order": ("merge-after-verification",),
+}
 PLANTED_BENCHMARK = "Planted signatures"
 MANIFEST_NAME = "manifest.json"
 
 
-def generate_planted(out: Path, *, seed: int = 0, copies: int = 2) -> list[Path]:
+def generate_planted(out: Path, *, seed: int = 0, copies: int = 2, twins: bool = False) -> list[Path]:
     """A corpus where each run has exactly the signatures the manifest says: `copies` clean runs
     (a disciplined fan-out that no detector fires on) and `copies` runs per entry of PLANTS, each
     the clean run with that one failure planted. Writes one Parallax JSONL file per run and
-    `manifest.json` ({file name: [planted detectors]}); returns the run files. Same seed, same
-    bytes. The clean shape and every plant are described in docs/signatures.md."""
+    `manifest.json` ({file name: [planted detectors]}); returns the run files. With `twins`, also
+    each run's sequential twin (one agent, no signature) under `twins/`, so that the runs can be
+    put in a study. Same seed, same bytes. The clean shape and every plant are described in
+    docs/signatures.md."""
     out.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, list[str]] = {}
     written = []
@@ -274,8 +289,60 @@ def generate_planted(out: Path, *, seed: int = 0, copies: int = 2) -> list[Path]
             path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
             manifest[path.name] = [plant] if plant else []
             written.append(path)
+            if twins:
+                (out / "twins").mkdir(exist_ok=True)
+                twin = _planted_twin(random.Random(f"{seed}:planted-twin:{plant}:{copy}"), task_id, agent)
+                (out / "twins" / f"{task_id}-sequential.jsonl").write_bytes(
+                    b"".join(orjson.dumps(line) + b"\n" for line in twin)
+                )
     (out / MANIFEST_NAME).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
     return written
+
+
+def _planted_twin(rng: random.Random, task_id: str, agent: AgentProfile) -> list[dict]:
+    """The sequential twin of a planted run: the main agent alone reads, edits, tests and is done."""
+    start = datetime(2026, 9, 1, tzinfo=UTC) + timedelta(minutes=rng.randrange(0, 60 * 24 * 30))
+    end = 500.0
+    steps = [
+        (0.0, "message", {"tool": "user", "text": f"Solve {task_id}."}),
+        (5.0, "tool_call", {"tool": "Read", "text": "read the plan", "files": ["docs/plan.md"]}),
+        *(
+            (30.0 + 60 * i, "file_write", {"tool": "Edit", "text": "edit", "files": [f"src/mod_{i}.py"]})
+            for i in range(3)
+        ),
+        (300.0, "tool_call", {"tool": "Bash", "text": "pytest -q"}),
+        (end, "message", {"tool": "assistant", "text": "Done."}),
+    ]
+    return [
+        {
+            "type": "run",
+            "format": "parallax/1",
+            "run_id": f"{task_id}/{agent.name}/sequential",
+            "task": {"benchmark": PLANTED_BENCHMARK, "id": task_id, "difficulty": "medium"},
+            "agent": {"system": agent.name, "model": agent.model},
+            "mode": "sequential",
+            "outcomes": {"task_pass": rng.random() < 0.5, "duration_s": end},
+        },
+        {
+            "type": "context",
+            "id": "main",
+            "role": "main",
+            "label": "main agent",
+            "started_at": _iso(start),
+            "ended_at": _iso(start + timedelta(seconds=end)),
+        },  # fmt: skip
+        *(
+            {
+                "type": "event",
+                "context": "main",
+                "seq": seq,
+                "ts": _iso(start + timedelta(seconds=t)),
+                "kind": kind,
+                **extra,
+            }  # fmt: skip
+            for seq, (t, kind, extra) in enumerate(steps)
+        ),
+    ]
 
 
 def _planted_lines(rng: random.Random, task_id: str, agent: AgentProfile, plant: str | None) -> list[dict]:

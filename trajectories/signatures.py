@@ -701,6 +701,21 @@ DETECTORS: dict[str, Callable[[Trace], list[Hit]]] = {
 }
 
 
+# Every codebook mode each detector's hits can support (a hit lists those of the rule that fired:
+# a subset). What signatures are measured against gold by (annotation/stats/signature_eval.py).
+DETECTOR_MODES: dict[str, tuple[str, ...]] = {
+    "same_file_collision": ("same-file-collision", "source-overwrite", "deliverable-overwrite", "final-tree-overwrite"),
+    "unisolated_workspace_writes": ("unisolated-workspace-writes", "cross-file-scope-collision"),
+    "unfinished_children": ("early-child-termination", "late-finalization", "unused-completed-result"),
+    "parent_idle_wait": ("blind-timeout-wait", "critical-path-starvation"),
+    "fanout_budget": ("fan-out-budget-exhaustion", "incomplete-child-brief", "oversized-child-task"),
+    "serial_subagents": ("serial-investigation", "preflight-gated-work"),
+    "duplicated_reads": ("serial-investigation",),
+    "checkpoint_free_retry": ("checkpoint-free-retry",),
+    "verification_order": ("merge-after-verification", "missing-verifier-return"),
+}
+
+
 def detect(trace: Trace) -> Detection:
     """Every detector's hits, in DETECTORS order; with a reason when the run cannot show any."""
     if not trace.agents:

@@ -11,8 +11,10 @@ from trajectories.models import Run
 from trajectories.selectors import twins
 
 from ..models import LABEL_FIELDS, AdvantageTag, Annotation, FinalCoding, Label, Study
+from ..stats import signature_eval
 from ..stats.reports import process_summary
 from . import dashboard
+from .signatures import signature_evaluation
 from .statistics import helped_pairs, stored_statistics
 
 LABEL_COLUMNS = (
@@ -380,6 +382,15 @@ def rq4_rows(study: Study) -> Iterator[dict]:
         }
 
 
+def signature_rows(study: Study) -> Iterator[dict]:
+    """The failure signatures against the final labels: detector × mode, detector and mode rows."""
+    payload = _stored(study)
+    evaluation = payload.get("signatures") if payload is not None else None
+    if evaluation is None:  # not current, or computed before signatures were measured
+        evaluation = signature_evaluation(study=study)
+    yield from signature_eval.evaluation_rows(evaluation)
+
+
 def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
     if kind == "labels":
         return LABEL_COLUMNS, label_rows(study)
@@ -401,11 +412,14 @@ def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
         return RQ2_COLUMNS, rq2_rows(study)
     if kind == "rq4":
         return RQ4_COLUMNS, rq4_rows(study)
+    if kind == "signatures":
+        return signature_eval.COLUMNS, signature_rows(study)
     raise KeyError(kind)
 
 
 EXPORT_KINDS = (
     "labels", "finals", "table3", "agreement", "per-code-kappa", "kappa-by-version", "outcomes", "rq1", "rq2", "rq4",
+    "signatures",
 )  # fmt: skip
 KAPPA_BY_VERSION_COLUMNS = (
     "codebook_id", "codebook", "version", "current", "from", "to", "codings", "runs_compared", "kappa", "ci_low",

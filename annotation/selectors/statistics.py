@@ -15,6 +15,7 @@ from datetime import date, datetime
 from ..models import Study, StudyStatistics
 from ..stats.reports import PairOutcome, Rq4Rules, concurrency_helped, outcome_comparison, process_summary
 from . import dashboard
+from .signatures import signature_evaluation
 
 BOOTSTRAP_RESAMPLES = 1000  # the headline κ's CI, as the dashboard shows it
 
@@ -51,7 +52,7 @@ def per_code_kappa(report: dict) -> list[dict]:
 
 
 def compute_statistics(study: Study) -> tuple[dict, list[list]]:
-    """Everything the dashboard and the κ/Table 3/RQ1/RQ2 exports show, from the study's rows, and
+    """Everything the dashboard and the κ/Table 3/RQ1/RQ2/signatures exports show, from the study's rows, and
     the RQ4 candidates (helped_pairs) under the study's rules; `settings` records the settings they
     were computed with."""
     inputs = dashboard.agreement_input(study=study)  # read once, for the report and κ over time
@@ -69,6 +70,7 @@ def compute_statistics(study: Study) -> tuple[dict, list[list]]:
             "rq1": outcome_comparison(pairs),
             "rq2": process_summary(dashboard.pair_metrics(study=study)),
             "agents": sorted(set(study.runs.values_list("agent__name", flat=True))),
+            "signatures": signature_evaluation(study=study),
             "settings": {
                 "kappa_universe": study.kappa_universe,
                 "rq4_rules": rules.as_dict(),

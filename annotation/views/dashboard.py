@@ -80,6 +80,7 @@ def _statistics_context(payload: dict) -> dict:
         "agents": sorted(table3["instances_by_agent"]) or payload["agents"],
         "rq1": payload["rq1"],
         "rq2": payload.get("rq2", []),  # figures stored before RQ2 existed have none until recomputed
+        "signatures": payload.get("signatures"),  # likewise for the signatures against gold
         "used": payload.get("settings"),
         "universe_label": CODE_UNIVERSES.get((payload.get("settings") or {}).get("kappa_universe", "codebook")),
     }

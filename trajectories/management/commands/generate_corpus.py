@@ -28,10 +28,17 @@ class Command(BaseCommand):
             "naming the signatures planted in each run.",
         )
         parser.add_argument("--copies", type=int, default=2, help="With --plant: runs per planted signature.")
+        parser.add_argument(
+            "--twins",
+            action="store_true",
+            help="With --plant: also each run's sequential twin (under twins/), so that the runs can be in a study.",
+        )
 
     def handle(self, *args, **options) -> None:
         if options["plant"]:
-            paths = generate_planted(Path(options["out"]), seed=options["seed"], copies=options["copies"])
+            paths = generate_planted(
+                Path(options["out"]), seed=options["seed"], copies=options["copies"], twins=options["twins"]
+            )
             self.stdout.write(self.style.SUCCESS(f"wrote {len(paths)} runs and {MANIFEST_NAME} to {options['out']}"))
             return
         paths = generate_corpus(

@@ -1,0 +1,89 @@
+"""The failure-signature detectors measured against gold on the planted corpus (docs/signatures.md).
+
+In a scratch SQLite database (or BENCH_DATABASE_URL, which is flushed): writes the planted corpus with
+its sequential twins (`generate_corpus --plant --twins`), imports it, puts every planted run in a study
+of the demo users, has both annotators of each run submit the modes its plant was built to show
+(trajectories.generate.PLANTED_MODES; a clean run: no failure) through the coding services, so that
+each run's final coding is agreed, and prints `evaluate_signatures` for that study.
+
+    .venv/bin/python bench/signature_eval.py [--copies 5] [--seed 0] [--csv PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+scratch = tempfile.mkdtemp(prefix="parallax-signature-eval-")
+os.environ.update(
+    DEBUG="0",
+    SECRET_KEY="bench-" + "x" * 50,
+    DJANGO_SETTINGS_MODULE="config.settings",
+    DATABASE_URL=os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{scratch}/db.sqlite3",
+    ALLOWED_HOSTS="testserver",
+    SECURE_SSL_REDIRECT="0",
+)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth.models import User  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+
+from annotation.models import Assignment  # noqa: E402
+from annotation.selectors.queue import annotation_for  # noqa: E402
+from annotation.services.coding import LabelInput, annotation_save, annotation_submit  # noqa: E402
+from annotation.services.studies import study_assign, study_create  # noqa: E402
+from taxonomy.services import codebook_load_default  # noqa: E402
+from trajectories.generate import MANIFEST_NAME, PLANTED_MODES, generate_planted  # noqa: E402
+from trajectories.models import Run  # noqa: E402
+from trajectories.services import import_paths  # noqa: E402
+
+STUDY = "Planted signatures"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=5, help="runs per plant (and clean runs)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--csv", help="also write the rows as CSV")
+    args = parser.parse_args()
+    if connection.vendor == "postgresql":
+        call_command("flush", interactive=False, verbosity=0)
+    call_command("migrate", verbosity=0)
+    call_command("create_demo_users", "--i-know-this-is-a-demo", stdout=io.StringIO())  # a scratch database
+    codebook = codebook_load_default()
+    corpus = Path(scratch) / "planted"
+    generate_planted(corpus, seed=args.seed, copies=args.copies, twins=True)
+    manifest = json.loads((corpus / MANIFEST_NAME).read_text())
+    import_paths(paths=[corpus])
+    runs = {r.source_name.rsplit("/", 1)[-1]: r for r in Run.objects.filter(mode="concurrent")}
+    annotators = list(User.objects.filter(username__in=["annotator1", "annotator2", "annotator3"]))
+    with transaction.atomic():  # the study's statistics are computed once, when this commits
+        study = study_create(name=STUDY, codebook=codebook, annotators=annotators,
+                             adjudicator=User.objects.get(username="senior"))  # fmt: skip
+        study_assign(study=study)
+        codes = {c.key: c for c in codebook.codes.filter(level="mode")}
+        for name, plants in sorted(manifest.items()):
+            keys = [key for plant in plants for key in PLANTED_MODES[plant]]
+            for assignment in Assignment.objects.filter(study=study, run=runs[name]).select_related("annotator"):
+                annotation = annotation_for(assignment=assignment)
+                labels = [LabelInput(code_id=codes[k].pk, rationale=f"planted: {k}") for k in keys]
+                annotation_save(annotation=annotation, actor=assignment.annotator, version=annotation.version,
+                                no_failure=not labels, notes="[planted gold]", labels=labels)  # fmt: skip
+                annotation_submit(annotation=annotation, actor=assignment.annotator, version=annotation.version)
+    print(f"{len(manifest)} planted runs ({args.copies} per plant and clean), seed {args.seed}\n")
+    call_command("evaluate_signatures", "--study", STUDY, *(["--csv", args.csv] if args.csv else []))
+
+
+if __name__ == "__main__":
+    main()
