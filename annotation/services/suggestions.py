@@ -1,0 +1,143 @@
+"""Training the suggestions classifier of a study (docs/suggestions.md): a request stores a pending
+model and queues the worker once it commits; the worker's `suggestions_train` gathers the study's
+runs and final labels, cross-validates and fits (stats/suggestions.py), reporting folds done as it
+goes, and stores the result whole — scores, calibration, provenance and one RunSuggestion per run —
+or, when training fails, the error and nothing else."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ..errors import AnnotationError
+from ..models import FinalCoding, RunSuggestion, Study, SuggestionModel
+from ..selectors import suggestions as selectors
+from ..stats.suggestions import Params, SuggestionError, train, uncertainty
+
+logger = logging.getLogger(__name__)
+SEED_RANGE = (0, 2**31 - 1)
+# A training waiting longer than this was evidently lost (its message, or its worker): another may start.
+STALE_PENDING = timedelta(minutes=10)
+STALE_RUNNING = timedelta(hours=1)
+
+
+def suggestions_train_request(
+    *, study: Study, actor: AbstractBaseUser | None, seed: int, params: Params | None = None, queue: bool = True
+) -> SuggestionModel:
+    """Store a pending model for the study and queue its training (`queue=False`: the caller trains
+    it in the foreground with `suggestions_train`, as the command does). Refused (AnnotationError naming
+    the field) when a training of the study is already waiting or running, when the seed or a
+    parameter is out of range, or when the study has too few final labels to split by task."""
+    params = params or Params(seed=seed)
+    if params.seed != seed:
+        params = Params(**{**params.as_dict(), "seed": seed})
+    if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise AnnotationError(
+            f"seed: must be a whole number from 0 to {SEED_RANGE[1]}", errors={"seed": "out of range"}
+        )
+    try:
+        params.validate()
+    except SuggestionError as exc:
+        raise AnnotationError(str(exc), errors={exc.field: str(exc)}) from exc
+    finals = FinalCoding.objects.filter(study=study)
+    tasks = finals.values("run__task_id").distinct().count()
+    if tasks < params.folds:
+        raise AnnotationError(
+            f"{study.name} has final labels for runs of {tasks} task(s): training needs runs of at least "
+            f"{params.folds} tasks (grouped cross-validation in {params.folds} folds)",
+            errors={"labels": "too few final labels"},
+        )
+    with transaction.atomic():
+        Study.objects.select_for_update().filter(pk=study.pk).first()  # one request at a time per study
+        now = timezone.now()
+        busy = SuggestionModel.objects.filter(study=study).filter(
+            Q(status=SuggestionModel.Status.PENDING, created_at__gte=now - STALE_PENDING)
+            | Q(status=SuggestionModel.Status.RUNNING, started_at__gte=now - STALE_RUNNING)
+        )
+        if busy.exists():
+            raise AnnotationError(
+                "a model of this study is already being trained: wait for it to finish",
+                errors={"status": "busy"},
+            )
+        model = SuggestionModel.objects.create(
+            study=study, seed=seed, parameters=params.as_dict(), created_by=actor, folds_total=params.folds + 1
+        )
+        if queue:
+            transaction.on_commit(lambda: _enqueue(model.pk))
+    return model
+
+
+def _enqueue(model_id: int) -> None:
+    from ..tasks import train_suggestions
+
+    train_suggestions.delay(model_id)
+
+
+def suggestions_train(*, model_id: int) -> SuggestionModel | None:
+    """Train a pending model (the worker calls this). Safe to run twice: a model that is already
+    running, done or failed is left as it is."""
+    claimed = SuggestionModel.objects.filter(pk=model_id, status=SuggestionModel.Status.PENDING).update(
+        status=SuggestionModel.Status.RUNNING, started_at=timezone.now()
+    )
+    model = SuggestionModel.objects.select_related("study").filter(pk=model_id).first()
+    if model is None or not claimed:
+        return model
+    start = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        SuggestionModel.objects.filter(pk=model_id).update(folds_done=done, folds_total=total)
+
+    try:
+        study = model.study
+        params = Params(**model.parameters)
+        result = train(
+            selectors.training_inputs(study=study),
+            selectors.gold_modes(study=study),
+            modes=selectors.mode_keys(study=study),
+            detectors=selectors.detector_names(),
+            params=params,
+            progress=progress,
+        )
+    except SuggestionError as exc:  # the study's data cannot train a model: say why, on the model
+        _fail(model_id, str(exc))
+        return SuggestionModel.objects.get(pk=model_id)
+    except Exception as exc:  # anything else is a bug: stored on the model for the page, and raised
+        _fail(model_id, f"{type(exc).__name__}: {exc}")
+        raise
+    training = set(result.training_run_ids)
+    with transaction.atomic():
+        RunSuggestion.objects.bulk_create(
+            [
+                RunSuggestion(
+                    model_id=model_id,
+                    run_id=run_id,
+                    probabilities=probabilities,
+                    uncertainty=round(uncertainty(probabilities), 6),
+                    in_training=run_id in training,
+                )  # fmt: skip
+                for run_id, probabilities in result.predictions.items()
+            ],
+            batch_size=1000,
+        )
+        for name in ("features", "training_run_ids", "label_counts", "modes", "skipped", "folds", "scores",
+                     "summary", "calibration"):  # fmt: skip
+            setattr(model, name, getattr(result, name))
+        model.status = SuggestionModel.Status.DONE
+        model.finished_at = timezone.now()
+        model.seconds = time.perf_counter() - start
+        model.folds_done = model.folds_total = len(result.folds) + 1
+        model.save()
+    return model
+
+
+def _fail(model_id: int, error: str) -> None:
+    logger.warning("suggestions model %s failed: %s", model_id, error)
+    SuggestionModel.objects.filter(pk=model_id).update(
+        status=SuggestionModel.Status.FAILED, error=error[:2000], finished_at=timezone.now()
+    )

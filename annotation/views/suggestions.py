@@ -1,0 +1,89 @@
+"""The suggestions learned from gold (docs/suggestions.md), for a study's adjudicator and admins: train
+a model (the worker does it; the page follows its progress), its cross-validated scores per mode,
+its calibration and its provenance. Annotators never reach these pages."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from config.htmx import HtmxHttpRequest
+from config.responses import invalid_parameter
+from taxonomy.models import Code
+
+from ..access import lead_study
+from ..errors import AnnotationError
+from ..models import Study, SuggestionModel
+from ..selectors import suggestions as selectors
+from ..services.suggestions import suggestions_train_request
+from ..stats import charts
+
+
+def _page(
+    request: HtmxHttpRequest, study: Study, *, error: str = "", seed: str = "", status: int = 200
+) -> HttpResponse:
+    models = selectors.study_models(study=study)
+    current = selectors.current_model(study=study, full=True)
+    latest = models[0] if models else None
+    names = dict(Code.objects.filter(codebook_id=study.codebook_id, level=Code.Level.MODE).values_list("key", "name"))
+    context = {
+        "study": study,
+        "models": models,
+        "latest": latest,
+        "current": current,
+        "names": names,
+        "error": error,
+        "seed": seed if seed else study.seed,
+    }
+    if current is not None:
+        context["scores"] = [{**row, "name": names.get(row["key"], row["key"])} for row in current.scores]
+        context["skipped"] = [{**row, "name": names.get(row["key"], row["key"])} for row in current.skipped]
+        context["chart"] = charts.calibration(current.calibration)
+        context["label_counts"] = sorted(
+            ((names.get(k, k), n) for k, n in current.label_counts.items() if n), key=lambda item: -item[1]
+        )
+    return render(request, "annotation/suggestions.html", context, status=status)
+
+
+@require_GET
+def suggestions(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    return _page(request, lead_study(request.user, study_id))
+
+
+@require_POST
+def suggestions_train(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """Queue a training with the seed given; refused input comes back on the page with its field named (422)."""
+    study = lead_study(request.user, study_id)
+    raw = request.POST.get("seed", "").strip()
+    if not (raw.isascii() and raw.isdigit()):
+        return _page(request, study, error=f"seed: must be a whole number, got {raw[:40]!r}", seed=raw[:40], status=422)
+    try:
+        suggestions_train_request(study=study, actor=request.user, seed=int(raw))
+    except AnnotationError as exc:
+        return _page(request, study, error=str(exc), seed=raw, status=422)
+    messages.success(request, "Training queued: the worker reports its progress below.")
+    return redirect("annotation:suggestions", study_id=study.pk)
+
+
+@require_GET
+def suggestions_status(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """The page asks while a model trains: the progress line back, or — once the model it showed
+    (`?model=`) has finished — a reload of the page."""
+    study = lead_study(request.user, study_id)
+    raw = request.GET.get("model", "")
+    if not (raw.isascii() and raw.isdigit()):
+        return invalid_parameter(request, f"'model' must be a model number, got {raw[:40]!r}")
+    latest = (
+        SuggestionModel.objects.filter(study=study, pk=int(raw))
+        .only("pk", "status", "folds_done", "folds_total", "error", "created_at", "seconds", "study_id")
+        .first()
+    )
+    if latest is None:
+        return invalid_parameter(request, f"'model': no model {raw} of this study")
+    if latest.is_finished:
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    return render(request, "annotation/suggestions.html#status", {"study": study, "latest": latest})
