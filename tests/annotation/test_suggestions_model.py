@@ -40,8 +40,11 @@ def corpus(tasks: int = 30, agents: int = 3, seed: int = 7) -> tuple[list[RunInp
                 RunInput(
                     run_id=run_id,
                     group=f"task-{task}",
-                    metrics={"subagents_created": rng.randint(0, 8), "overlap_ratio": rng.random(),
-                             "first_spawn_pos": None if rng.random() < 0.2 else rng.random()},  # fmt: skip
+                    metrics={
+                        "subagents_created": rng.randint(0, 8),
+                        "overlap_ratio": rng.random(),
+                        "first_spawn_pos": None if rng.random() < 0.2 else rng.random(),
+                    },  # fmt: skip
                     hits=hits,
                     text=text,
                 )
@@ -109,7 +112,9 @@ def test_a_signal_in_the_features_is_learned():
 def test_progress_is_reported_after_each_fold_and_the_final_fit():
     runs, gold = corpus()
     seen = []
-    train(runs, gold, modes=MODES, detectors=DETECTORS, params=Params(folds=4), progress=lambda d, t: seen.append((d, t)))
+    train(
+        runs, gold, modes=MODES, detectors=DETECTORS, params=Params(folds=4), progress=lambda d, t: seen.append((d, t))
+    )
     assert seen == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
 
 
