@@ -81,42 +81,51 @@ def study_models(*, study: Study) -> list[SuggestionModel]:
     )
 
 
-def current_model_filter(study_ref) -> dict:
-    return {"study": study_ref, "status": SuggestionModel.Status.DONE}
-
-
 def current_model(*, study: Study, full: bool = False) -> SuggestionModel | None:
     """The study's newest finished model: the one the adjudication pages use (without its stored
     documents unless `full`). One query."""
-    qs = SuggestionModel.objects.filter(**current_model_filter(study)).select_related("created_by")
+    qs = SuggestionModel.objects.filter(study=study, status=SuggestionModel.Status.DONE).select_related("created_by")
     if not full:
         qs = qs.defer("features", "training_run_ids", "folds", "scores", "calibration", "label_counts", "skipped")
     return qs.order_by("-created_at", "-pk").first()
 
 
-def uncertainty_subquery() -> Subquery:
-    """For a Discussion queryset: the run's uncertainty under its study's current model (None
-    without one)."""
-    newest = (
-        SuggestionModel.objects.filter(**current_model_filter(OuterRef(OuterRef("study"))))
+def _newest(study_ref) -> Subquery:
+    """The id of the newest finished model of a study (a study, or an OuterRef to one)."""
+    return Subquery(
+        SuggestionModel.objects.filter(study=study_ref, status=SuggestionModel.Status.DONE)
         .order_by("-created_at", "-pk")
         .values("pk")[:1]
     )
-    return Subquery(RunSuggestion.objects.filter(run=OuterRef("run"), model=Subquery(newest)).values("uncertainty")[:1])
+
+
+def uncertainty_subquery() -> Subquery:
+    """For a Discussion queryset: the run's uncertainty under its study's current model (None
+    without one)."""
+    return Subquery(
+        RunSuggestion.objects.filter(run=OuterRef("run"), model=_newest(OuterRef(OuterRef("study")))).values(
+            "uncertainty"
+        )[:1]
+    )
 
 
 def likely_missed(*, study: Study, run_id: int, used: set[str]) -> dict:
     """The modes the study's current model rates at or above its threshold for this run that no
-    coding used ({"model": …, "modes": [{"key", "name", "p"}]}), highest first; no model: None.
-    Three queries at most."""
-    model = current_model(study=study)
-    if model is None:
+    coding used: {"model": the model or None, "modes": [{"key", "name", "p"}]}, highest first. One
+    query, two when some mode is flagged."""
+    row = (
+        RunSuggestion.objects.filter(run_id=run_id, model=_newest(study))
+        .select_related("model")
+        .only("probabilities", "model__parameters", "model__study_id")
+        .first()
+    )
+    if row is None:
         return {"model": None, "modes": []}
-    row = RunSuggestion.objects.filter(model=model, run_id=run_id).values_list("probabilities", flat=True).first()
-    if not row:
+    model = row.model
+    keys = [key for key, p in row.probabilities.items() if p >= model.threshold and key not in used]
+    if not keys:
         return {"model": model, "modes": []}
-    keys = [key for key, p in row.items() if p >= model.threshold and key not in used]
     names = dict(Code.objects.filter(codebook_id=study.codebook_id, key__in=keys).values_list("key", "name"))
-    modes = [{"key": key, "name": names.get(key, key), "p": row[key]} for key in keys]
+    modes = [{"key": key, "name": names.get(key, key), "p": row.probabilities[key]} for key in keys]
     modes.sort(key=lambda m: (-m["p"], m["key"]))
     return {"model": model, "modes": modes}

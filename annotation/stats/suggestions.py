@@ -4,8 +4,8 @@ trained on a study's final labels and evaluated by cross-validation grouped by t
 
 Features per run: its process metrics (docs/metrics.md), its failure-signature hits counted per
 detector and per mode they support (docs/signatures.md), and TF-IDF of a bounded text of the run
-(tool names, commands, messages). The model: one logistic regression per mode (scikit-learn's
-one-vs-rest, balanced class weights, seeded), a mode trained only when its positives are enough.
+(tool names, commands, messages). The model: one-vs-rest, one logistic regression per mode
+(liblinear, balanced class weights, seeded), a mode trained only when its positives are enough.
 Evaluation: out-of-fold probabilities from GroupKFold by task — a task's runs are never on both
 sides of a fold — scored per mode (precision, recall, F1 at the threshold) and pooled into
 calibration bins (`sklearn.calibration.calibration_curve`). Same inputs and seed, same result."""
@@ -25,8 +25,6 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import precision_recall_fscore_support
 from sklearn.model_selection import GroupKFold
-from sklearn.multiclass import OneVsRestClassifier
-from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 # The run's process metrics and size, as stored on trajectories.Run. Counts are taken as log(1 + x)
@@ -165,8 +163,8 @@ def _matrix(runs: Sequence[RunInput], detectors: Sequence[str], modes: Sequence[
     return X
 
 
-def _pipeline(width: int, params: Params) -> Pipeline:
-    features = ColumnTransformer(
+def _features(width: int, params: Params) -> ColumnTransformer:
+    return ColumnTransformer(
         [
             (
                 "text",
@@ -178,18 +176,27 @@ def _pipeline(width: int, params: Params) -> Pipeline:
             ("numbers", StandardScaler(), list(range(1, width))),
         ]
     )
-    model = LogisticRegression(solver="liblinear", class_weight="balanced", C=params.C, random_state=params.seed)
-    return Pipeline([("features", features), ("model", OneVsRestClassifier(model))])
 
 
 def _fit_predict(X_train, Y_train, X_test, params: Params) -> np.ndarray:
-    pipeline = _pipeline(X_train.shape[1], params)
-    with warnings.catch_warnings():
-        # a fold whose training side has no positive of a mode predicts that mode's constant: expected
-        warnings.filterwarnings("ignore", message="Label .* is present in all training examples")
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        pipeline.fit(X_train, Y_train)
-        return np.asarray(pipeline.predict_proba(X_test), dtype=float).reshape(len(X_test), Y_train.shape[1])
+    """One-vs-rest: the features fitted on the training side only, then one logistic regression per
+    mode; a mode constant on the training side (a fold without any of its positives) is predicted
+    as that constant."""
+    features = _features(X_train.shape[1], params)
+    train_matrix = features.fit_transform(X_train)
+    test_matrix = features.transform(X_test)
+    out = np.zeros((X_test.shape[0], Y_train.shape[1]), dtype=float)
+    for j in range(Y_train.shape[1]):
+        y = Y_train[:, j]
+        if y.min() == y.max():
+            out[:, j] = float(y[0])
+            continue
+        model = LogisticRegression(solver="liblinear", class_weight="balanced", C=params.C, random_state=params.seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(train_matrix, y)
+        out[:, j] = model.predict_proba(test_matrix)[:, 1]
+    return out
 
 
 def group_folds(groups: Sequence[str], *, n_splits: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
