@@ -325,6 +325,6 @@ def test_the_discussion_page_keeps_a_fixed_number_of_queries(study, codebook, ad
         assert client.get(f"/annotate/discussions/{large.pk}/").status_code == 200
     client = client_for(adjudicator)
     client.get(f"/annotate/discussions/{small.pk}/")
-    for discussion in (small, large):  # +1: the run's prediction by the study's suggestions model (none here)
-        with django_assert_num_queries(16):
+    for discussion in (small, large):
+        with django_assert_num_queries(15):
             assert client.get(f"/annotate/discussions/{discussion.pk}/").status_code == 200

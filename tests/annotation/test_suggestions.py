@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from annotation.errors import AnnotationError
 from annotation.models import Assignment, Discussion, FinalCoding, FinalLabel, RunSuggestion, SuggestionModel
 from annotation.services.review import discussion_escalate
-from annotation.services.suggestions import suggestions_train, suggestions_train_request
 from annotation.services.studies import study_create
+from annotation.services.suggestions import suggestions_train, suggestions_train_request
 from annotation.stats.suggestions import Params
 from tests.conftest import client_for, mode_code, simple_run, submit_disagreement, write_jsonl
 from trajectories.models import Run, SignatureHit
