@@ -37,6 +37,10 @@ def colliding_run(task: str, mode: str, collide: bool) -> list[dict]:
 
 @pytest.fixture
 def labelled(tmp_path, codebook, trio, adjudicator):
+    return labelled_study(tmp_path, codebook, trio, adjudicator)
+
+
+def labelled_study(tmp_path, codebook, trio, adjudicator):
     """A study of TASKS concurrent runs, one per task; every other run's sub-agents collide on one
     file. Final labels for all but the last two runs: a colliding run has same-file-collision."""
     for i in range(TASKS):
