@@ -188,7 +188,7 @@ def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None
 
 ADJUDICATION_ORDERS = {
     "agreement": "lowest agreement first",
-    "uncertainty": "most uncertain to the study's suggestions model first (docs/suggestions.md)",
+    "uncertainty": "most uncertain first",  # to the study's suggestions model (docs/suggestions.md)
 }
 
 

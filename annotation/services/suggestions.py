@@ -12,11 +12,13 @@ from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from taxonomy.models import Code
+
 from ..errors import AnnotationError
-from ..models import FinalCoding, RunSuggestion, Study, SuggestionModel
+from ..models import FinalCoding, FinalLabel, RunSuggestion, Study, SuggestionModel
 from ..selectors import suggestions as selectors
 from ..stats.suggestions import Params, SuggestionError, train, uncertainty
 
@@ -33,7 +35,8 @@ def suggestions_train_request(
     """Store a pending model for the study and queue its training (`queue=False`: the caller trains
     it in the foreground with `suggestions_train`, as the command does). Refused (AnnotationError naming
     the field) when a training of the study is already waiting or running, when the seed or a
-    parameter is out of range, or when the study has too few final labels to split by task."""
+    parameter is out of range, when the study has too few final labels to split by task, or when no
+    mode has enough runs with it to learn from."""
     params = params or Params(seed=seed)
     if params.seed != seed:
         params = Params(**{**params.as_dict(), "seed": seed})
@@ -52,6 +55,19 @@ def suggestions_train_request(
             f"{study.name} has final labels for runs of {tasks} task(s): training needs runs of at least "
             f"{params.folds} tasks (grouped cross-validation in {params.folds} folds)",
             errors={"labels": "too few final labels"},
+        )
+    positives = (
+        FinalLabel.objects.filter(final__study=study, code__level=Code.Level.MODE)
+        .values("code_id")
+        .annotate(runs=Count("final_id", distinct=True))
+        .aggregate(most=Max("runs"))["most"]
+        or 0
+    )
+    if positives < params.min_positives:
+        raise AnnotationError(
+            f"{study.name}: no mode is in the final labels of {params.min_positives} or more runs yet (at most "
+            f"{positives}): nothing to learn",
+            errors={"labels": "too few final labels per mode"},
         )
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).first()  # one request at a time per study

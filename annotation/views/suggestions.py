@@ -39,7 +39,9 @@ def _page(
     }
     if current is not None:
         context["scores"] = [{**row, "name": names.get(row["key"], row["key"])} for row in current.scores]
-        context["skipped"] = [{**row, "name": names.get(row["key"], row["key"])} for row in current.skipped]
+        named = [{**row, "name": names.get(row["key"], row["key"])} for row in current.skipped]
+        context["skipped"] = [row for row in named if row["positives"]]
+        context["unseen"] = [row["name"] for row in named if not row["positives"]]  # listed in one line
         context["chart"] = charts.calibration(current.calibration)
         context["label_counts"] = sorted(
             ((names.get(k, k), n) for k, n in current.label_counts.items() if n), key=lambda item: -item[1]

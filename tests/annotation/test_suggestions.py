@@ -131,8 +131,17 @@ def test_a_seed_out_of_range_is_refused_by_name(labelled):
     assert "seed" in caught.value.errors
 
 
+def test_a_study_with_no_mode_frequent_enough_is_refused_by_name(labelled):
+    with pytest.raises(AnnotationError, match="nothing to learn") as caught:
+        suggestions_train_request(study=labelled, actor=None, seed=0, params=Params(min_positives=7))
+    assert "labels" in caught.value.errors and not SuggestionModel.objects.exists()
+
+
 def test_a_training_that_cannot_learn_stores_why(labelled):
-    model = train_now(labelled, min_positives=100)
+    """The labels changed between the request and the worker (or the request was bypassed): the
+    worker stores why it could not train."""
+    model = SuggestionModel.objects.create(study=labelled, seed=0, parameters=Params(min_positives=100).as_dict())
+    model = suggestions_train(model_id=model.pk)
     assert model.status == "failed" and "nothing to learn" in model.error
     assert not RunSuggestion.objects.filter(model=model).exists()
 
