@@ -49,6 +49,11 @@ class Study(models.Model):
         default=DEFAULT_CODE_UNIVERSE,
         help_text="The codes agreement is computed over: every code of the codebook, or those observed in the study.",
     )
+    queue_by_uncertainty = models.BooleanField(
+        default=False,
+        help_text="Annotators' untouched runs are ordered by the suggestions model's uncertainty, most uncertain "
+        "first (docs/suggestions.md); annotators see only the order, never the model.",
+    )
     rq4_settings = models.JSONField(
         default=dict,
         blank=True,

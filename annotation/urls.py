@@ -33,6 +33,11 @@ urlpatterns = [
     path("studies/<int:study_id>/suggestions/", suggestions.suggestions, name="suggestions"),
     path("studies/<int:study_id>/suggestions/train/", suggestions.suggestions_train, name="suggestions_train"),
     path("studies/<int:study_id>/suggestions/status/", suggestions.suggestions_status, name="suggestions_status"),
+    path(
+        "studies/<int:study_id>/suggestions/queue-order/",
+        suggestions.suggestions_queue_order,
+        name="suggestions_queue_order",
+    ),
     path("studies/<int:study_id>/codebook/", codebook.study_codebook, name="study_codebook"),
     path("studies/<int:study_id>/export/<slug:kind>.csv", dashboard.study_export, name="export"),
     path("studies/<int:study_id>/bundle.zip", dashboard.study_bundle, name="bundle"),

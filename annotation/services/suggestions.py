@@ -15,11 +15,13 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from activity.services import record
 from taxonomy.models import Code
 
 from ..errors import AnnotationError
-from ..models import FinalCoding, FinalLabel, RunSuggestion, Study, SuggestionModel
+from ..models import Assignment, FinalCoding, FinalLabel, RunSuggestion, Study, SuggestionModel
 from ..selectors import suggestions as selectors
+from ..stats.assignment import queue_order
 from ..stats.suggestions import Params, SuggestionError, train, uncertainty
 
 logger = logging.getLogger(__name__)
@@ -149,6 +151,8 @@ def suggestions_train(*, model_id: int) -> SuggestionModel | None:
         model.seconds = time.perf_counter() - start
         model.folds_done = model.folds_total = len(result.folds) + 1
         model.save()
+        if Study.objects.filter(pk=model.study_id, queue_by_uncertainty=True).exists():
+            queues_reorder(study=Study.objects.get(pk=model.study_id))
     return model
 
 
@@ -157,3 +161,55 @@ def _fail(model_id: int, error: str) -> None:
     SuggestionModel.objects.filter(pk=model_id).update(
         status=SuggestionModel.Status.FAILED, error=error[:2000], finished_at=timezone.now()
     )
+
+
+@transaction.atomic
+def study_queue_order_set(*, study: Study, by_uncertainty: bool, actor: AbstractBaseUser | None) -> int:
+    """Order the annotators' untouched runs by the current model's uncertainty (or, turned off, back
+    into an order drawn from the study's seed); returns how many assignments moved."""
+    Study.objects.select_for_update().filter(pk=study.pk).update(queue_by_uncertainty=by_uncertainty)
+    study.queue_by_uncertainty = by_uncertainty
+    moved = queues_reorder(study=study)
+    record("study.queue_order", f"annotators' queues ordered {'by uncertainty' if by_uncertainty else 'by the seed'}"
+           f": {moved} untouched assignments moved", actor=actor, study_id=study.pk, by_uncertainty=by_uncertainty,
+           moved=moved)  # fmt: skip
+    return moved
+
+
+def queues_reorder(*, study: Study) -> int:
+    """Permute the queue positions of each annotator's *untouched* assignments (no coding started:
+    no annotation row) among themselves: most uncertain to the study's current model first when
+    the study orders by uncertainty (a run without a prediction after those with one), else in the
+    order the seed draws (stats/assignment.queue_order). Started, skipped and submitted work keeps
+    its place. Annotators see the order only. Returns how many assignments moved."""
+    model = selectors.current_model(study=study) if study.queue_by_uncertainty else None
+    uncertainty_of = (
+        dict(RunSuggestion.objects.filter(model=model).values_list("run_id", "uncertainty")) if model else {}
+    )
+    untouched = (
+        Assignment.objects.filter(study=study, annotation__isnull=True)
+        .select_related("annotator")
+        .order_by("annotator_id", "position")
+    )
+    by_annotator: dict[int, list[Assignment]] = {}
+    for assignment in untouched:
+        by_annotator.setdefault(assignment.annotator_id, []).append(assignment)
+    changed: list[tuple[Assignment, int]] = []
+    for assignments in by_annotator.values():
+        positions = [a.position for a in assignments]
+        seeded = queue_order([a.run_id for a in assignments], seed=study.seed,
+                             annotator=assignments[0].annotator.get_username(), start=positions[0])  # fmt: skip
+        rank = {run_id: i for i, run_id in enumerate(seeded)}
+        order = sorted(assignments, key=lambda a: (-uncertainty_of.get(a.run_id, -1.0), rank[a.run_id]))
+        changed += [(a, p) for a, p in zip(order, positions, strict=True) if a.position != p]
+    if not changed:
+        return 0
+    # (study, annotator, position) is unique: move the rows out of the way first, then into place
+    free = (Assignment.objects.filter(study=study).aggregate(top=Max("position"))["top"] or 0) + 1
+    for offset, (assignment, _) in enumerate(changed):
+        assignment.position = free + offset
+    Assignment.objects.bulk_update([a for a, _ in changed], ["position"], batch_size=1000)
+    for assignment, position in changed:
+        assignment.position = position
+    Assignment.objects.bulk_update([a for a, _ in changed], ["position"], batch_size=1000)
+    return len(changed)

@@ -17,7 +17,7 @@ from ..access import lead_study
 from ..errors import AnnotationError
 from ..models import Study, SuggestionModel
 from ..selectors import suggestions as selectors
-from ..services.suggestions import suggestions_train_request
+from ..services.suggestions import study_queue_order_set, suggestions_train_request
 from ..stats import charts
 
 
@@ -89,3 +89,17 @@ def suggestions_status(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         response["HX-Refresh"] = "true"
         return response
     return render(request, "annotation/suggestions.html#status", {"study": study, "latest": latest})
+
+
+@require_POST
+def suggestions_queue_order(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """Turn the ordering of annotators' queues by the model's uncertainty on or off (`order`:
+    `uncertainty` or `seed`); anything else is refused with the field named (422)."""
+    study = lead_study(request.user, study_id)
+    order = request.POST.get("order", "")
+    if order not in ("uncertainty", "seed"):
+        return _page(request, study, error=f"order: must be 'uncertainty' or 'seed', got {order[:40]!r}", status=422)
+    moved = study_queue_order_set(study=study, by_uncertainty=order == "uncertainty", actor=request.user)
+    said = "by the model's uncertainty" if order == "uncertainty" else "in the order drawn from the study's seed"
+    messages.success(request, f"Annotators' untouched runs are now {said}: {moved} moved.")
+    return redirect("annotation:suggestions", study_id=study.pk)

@@ -12,7 +12,7 @@ from annotation.errors import AnnotationError
 from annotation.models import Assignment, Discussion, FinalCoding, FinalLabel, RunSuggestion, SuggestionModel
 from annotation.services.review import discussion_escalate
 from annotation.services.studies import study_create
-from annotation.services.suggestions import suggestions_train, suggestions_train_request
+from annotation.services.suggestions import study_queue_order_set, suggestions_train, suggestions_train_request
 from annotation.stats.suggestions import Params
 from tests.conftest import client_for, mode_code, simple_run, submit_disagreement, write_jsonl
 from trajectories.models import Run, SignatureHit
@@ -308,6 +308,7 @@ def test_no_annotator_page_or_api_shows_a_model_output(study, escalated, trio, c
     whatever the model says about their runs."""
     run_ids = list(study.runs.values_list("pk", flat=True))
     stored_model(study, {run_id: {COLLISION: 0.97, "stale-handoff": 0.5} for run_id in run_ids})
+    study_queue_order_set(study=study, by_uncertainty=True, actor=None)  # their queues follow the model
     for coder in trio:
         client = client_for(coder)
         urls = ["/annotate/", "/annotate/discussions/", "/api/assignments/"]
@@ -322,3 +323,72 @@ def test_no_annotator_page_or_api_shows_a_model_output(study, escalated, trio, c
             body = response.content.decode().lower()
             for leak in ("likely missed", "likely-missed", "suggestion", "0.97", "uncertainty", "probabilit"):
                 assert leak not in body, f"{url} shows {leak!r} to {coder}"
+
+
+# -- annotators' queues ordered by uncertainty (a study setting, off by default) ------------------------
+
+
+def queue_runs(study, coder) -> list[int]:
+    return list(
+        Assignment.objects.filter(study=study, annotator=coder).order_by("position").values_list("run_id", flat=True)
+    )
+
+
+def test_annotators_untouched_runs_follow_the_models_uncertainty_when_the_study_asks(
+    study, trio, adjudicator, codebook
+):
+    from annotation.selectors.queue import annotation_for
+    from annotation.services.coding import annotation_save
+    from annotation.stats.assignment import queue_order
+
+    coder = trio[0]
+    assert not study.queue_by_uncertainty  # off by default
+    before = queue_runs(study, coder)
+    started = Assignment.objects.filter(study=study, annotator=coder).order_by("position")[1]
+    annotation_save(annotation=annotation_for(assignment=started), actor=coder, version=1, no_failure=True, notes="",
+                    labels=[])  # fmt: skip
+    run_ids = list(study.runs.order_by("pk").values_list("pk", flat=True))
+    # uncertainty rises with the run id: 1 − |2p − 1| for p from 0.95 down towards 0.5
+    stored_model(study, {run_id: {COLLISION: 0.95 - 0.08 * i} for i, run_id in enumerate(run_ids)})
+    client = client_for(adjudicator)
+    response = client.post(f"/annotate/studies/{study.pk}/suggestions/queue-order/", {"order": "uncertainty"})
+    assert response.status_code == 302
+    study.refresh_from_db()
+    assert study.queue_by_uncertainty
+    after = queue_runs(study, coder)
+    assert after.index(started.run_id) == before.index(started.run_id)  # started work keeps its place
+    untouched = [run_id for run_id in after if run_id != started.run_id]
+    assert untouched == sorted(untouched, reverse=True)  # most uncertain (highest id here) first
+    # the queue page an annotator sees is in that order, and says nothing of why
+    body = client_for(coder).get(f"/annotate/?study={study.pk}").content.decode()
+    links = [f"/annotate/{a.pk}/" for a in Assignment.objects.filter(study=study, annotator=coder).order_by("position")]
+    assert [body.rindex(link) for link in links] == sorted(body.rindex(link) for link in links)  # the table rows
+    # and back: untouched runs in the order the seed draws
+    assert client.post(f"/annotate/studies/{study.pk}/suggestions/queue-order/", {"order": "seed"}).status_code == 302
+    back = queue_runs(study, coder)
+    assert back.index(started.run_id) == before.index(started.run_id)
+    rest = [run_id for run_id in back if run_id != started.run_id]
+    first = min(a.position for a in Assignment.objects.filter(study=study, annotator=coder, run_id__in=rest))
+    assert rest == queue_order(rest, seed=study.seed, annotator=coder.username, start=first)
+
+
+def test_a_new_model_reorders_the_queues_of_a_study_that_asks(labelled):
+    from annotation.services.studies import study_assign
+
+    study_assign(study=labelled)
+    labelled.queue_by_uncertainty = True
+    labelled.save(update_fields=["queue_by_uncertainty"])
+    model = train_now(labelled)
+    uncertainty = dict(RunSuggestion.objects.filter(model=model).values_list("run_id", "uncertainty"))
+    for coder in labelled.annotators.all():
+        values = [uncertainty[run_id] for run_id in queue_runs(labelled, coder)]
+        assert values == sorted(values, reverse=True)
+
+
+def test_the_queue_order_setting_refuses_bad_input_and_other_people(study, trio, adjudicator):
+    url = f"/annotate/studies/{study.pk}/suggestions/queue-order/"
+    refused = client_for(adjudicator).post(url, {"order": "random"})
+    assert refused.status_code == 422 and "order: must be" in refused.content.decode()
+    assert client_for(trio[0]).post(url, {"order": "uncertainty"}).status_code == 403
+    study.refresh_from_db()
+    assert not study.queue_by_uncertainty
