@@ -16,16 +16,11 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
-from sklearn.calibration import calibration_curve
-from sklearn.compose import ColumnTransformer
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import precision_recall_fscore_support
-from sklearn.model_selection import GroupKFold
-from sklearn.preprocessing import StandardScaler
+if TYPE_CHECKING:  # numpy and scikit-learn load when a model is trained, not with every page (tests/test_settings.py)
+    import numpy as np
+    from sklearn.compose import ColumnTransformer
 
 # The run's process metrics and size, as stored on trajectories.Run. Counts are taken as log(1 + x)
 # (their tails are long); positions (0–1) are kept, an empty position (no sub-agent) is −1.
@@ -154,7 +149,9 @@ def _numbers(run: RunInput, detectors: Sequence[str], modes: Sequence[str]) -> l
 
 
 def _matrix(runs: Sequence[RunInput], detectors: Sequence[str], modes: Sequence[str]) -> np.ndarray:
-    """One row per run: its text in column 0, then its numbers (an object array for the pipeline)."""
+    """One row per run: its text in column 0, then its numbers (an object array for the ColumnTransformer)."""
+    import numpy as np
+
     width = 1 + len(METRICS) + len(detectors) + len(modes)
     X = np.empty((len(runs), width), dtype=object)
     for i, run in enumerate(runs):
@@ -164,6 +161,10 @@ def _matrix(runs: Sequence[RunInput], detectors: Sequence[str], modes: Sequence[
 
 
 def _features(width: int, params: Params) -> ColumnTransformer:
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.preprocessing import StandardScaler
+
     return ColumnTransformer(
         [
             (
@@ -182,6 +183,10 @@ def _fit_predict(X_train, Y_train, X_test, params: Params) -> np.ndarray:
     """One-vs-rest: the features fitted on the training side only, then one logistic regression per
     mode; a mode constant on the training side (a fold without any of its positives) is predicted
     as that constant."""
+    import numpy as np
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
     features = _features(X_train.shape[1], params)
     train_matrix = features.fit_transform(X_train)
     test_matrix = features.transform(X_test)
@@ -201,6 +206,9 @@ def _fit_predict(X_train, Y_train, X_test, params: Params) -> np.ndarray:
 
 def group_folds(groups: Sequence[str], *, n_splits: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(train, test) index arrays: GroupKFold shuffled by the seed, so a group is on one side only."""
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
     splitter = GroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
     return list(splitter.split(np.zeros(len(groups)), groups=list(groups)))
 
@@ -208,6 +216,9 @@ def group_folds(groups: Sequence[str], *, n_splits: int, seed: int) -> list[tupl
 def calibration_bins(y_true: np.ndarray, y_prob: np.ndarray, *, n_bins: int) -> list[dict]:
     """Predicted against observed per probability bin (uniform bins; calibration_curve's own
     binning), with how many (run, mode) cells each holds; empty bins are left out."""
+    import numpy as np
+    from sklearn.calibration import calibration_curve
+
     if y_true.size == 0 or len(np.unique(y_true)) < 2:
         return []
     observed, predicted = calibration_curve(y_true, y_prob, n_bins=n_bins, strategy="uniform")
@@ -243,6 +254,9 @@ def train(
     `gold` holds the final modes of the labelled runs (an empty set: no failure, a negative for
     every mode); runs not in it are only predicted. `progress(done, total)` is called after each
     fold and after the final fit."""
+    import numpy as np
+    from sklearn.metrics import precision_recall_fscore_support
+
     params.validate()
     labelled = [run for run in runs if run.run_id in gold]
     if not labelled:
