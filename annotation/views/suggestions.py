@@ -19,11 +19,10 @@ from ..models import Study, SuggestionModel
 from ..selectors import suggestions as selectors
 from ..services.suggestions import study_queue_order_set, suggestions_train_request
 from ..stats import charts
+from ..stats.suggestions import Params
 
 
-def _page(
-    request: HtmxHttpRequest, study: Study, *, error: str = "", seed: str = "", status: int = 200
-) -> HttpResponse:
+def _page(request: HtmxHttpRequest, study: Study, *, error: str = "", form=None, status: int = 200) -> HttpResponse:
     models = selectors.study_models(study=study)
     current = selectors.current_model(study=study, full=True)
     latest = models[0] if models else None
@@ -35,7 +34,15 @@ def _page(
         "current": current,
         "names": names,
         "error": error,
-        "seed": seed if seed else study.seed,
+        # the training form: as posted when refused, else the study's seed and the defaults
+        "form": {
+            name: (form or {}).get(name, "")[:40] or default
+            for name, default in (
+                ("seed", study.seed),
+                ("folds", Params().folds),
+                ("min_positives", Params().min_positives),
+            )
+        },
     }
     if current is not None:
         context["scores"] = [{**row, "name": names.get(row["key"], row["key"])} for row in current.scores]
@@ -58,13 +65,22 @@ def suggestions(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
 def suggestions_train(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     """Queue a training with the seed given; refused input comes back on the page with its field named (422)."""
     study = lead_study(request.user, study_id)
-    raw = request.POST.get("seed", "").strip()
-    if not (raw.isascii() and raw.isdigit()):
-        return _page(request, study, error=f"seed: must be a whole number, got {raw[:40]!r}", seed=raw[:40], status=422)
+    defaults = Params()
+    values = {}
+    for name, default in (("seed", None), ("folds", defaults.folds), ("min_positives", defaults.min_positives)):
+        raw = request.POST.get(name, "").strip()
+        if raw == "" and default is not None:
+            values[name] = default
+        elif raw.isascii() and raw.isdigit():
+            values[name] = int(raw)
+        else:
+            error = f"{name}: must be a whole number, got {raw[:40]!r}"
+            return _page(request, study, error=error, form=request.POST, status=422)
+    params = Params(seed=values["seed"], folds=values["folds"], min_positives=values["min_positives"])
     try:
-        suggestions_train_request(study=study, actor=request.user, seed=int(raw))
+        suggestions_train_request(study=study, actor=request.user, seed=values["seed"], params=params)
     except AnnotationError as exc:
-        return _page(request, study, error=str(exc), seed=raw, status=422)
+        return _page(request, study, error=str(exc), form=request.POST, status=422)
     messages.success(request, "Training queued: the worker reports its progress below.")
     return redirect("annotation:suggestions", study_id=study.pk)
 

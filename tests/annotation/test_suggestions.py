@@ -181,10 +181,11 @@ def test_the_adjudicator_trains_from_the_page_and_reads_the_scores(
     url = f"/annotate/studies/{labelled.pk}/suggestions/"
     assert "No bins" not in client.get(url).content.decode()
     with django_capture_on_commit_callbacks(execute=True):  # the worker's task, run eagerly in tests
-        response = client.post(url + "train/", {"seed": "4"})
+        response = client.post(url + "train/", {"seed": "4", "folds": "4", "min_positives": "3"})
     assert response.status_code == 302
     model = SuggestionModel.objects.get()
     assert model.status == "done" and model.created_by == adjudicator and model.seed == 4
+    assert (model.parameters["folds"], model.parameters["min_positives"], len(model.folds)) == (4, 3, 4)
     body = client.get(url).content.decode()
     assert "cross-validated scores per mode" in body and "Same-File Collision" in body
     assert "<svg" in body and "Calibration" in body and "Provenance" in body
@@ -196,6 +197,11 @@ def test_bad_input_on_the_page_is_refused_with_its_field_named(labelled, study, 
     assert bad_seed.status_code == 422 and "seed: must be a whole number" in bad_seed.content.decode()
     too_few = client.post(f"/annotate/studies/{study.pk}/suggestions/train/", {"seed": "1"})
     assert too_few.status_code == 422 and "at least 5 tasks" in too_few.content.decode()
+    bad_folds = client.post(f"/annotate/studies/{labelled.pk}/suggestions/train/", {"seed": "1", "folds": "-2"})
+    assert bad_folds.status_code == 422 and "folds: must be a whole number" in bad_folds.content.decode()
+    one_fold = client.post(f"/annotate/studies/{labelled.pk}/suggestions/train/", {"seed": "1", "folds": "1"})
+    assert one_fold.status_code == 422 and "folds: 1 is out of range" in one_fold.content.decode()
+    assert 'value="1"' in one_fold.content.decode()  # the form comes back as it was posted
     assert not SuggestionModel.objects.exists()
 
 
