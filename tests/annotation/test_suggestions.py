@@ -361,6 +361,10 @@ def test_annotators_untouched_runs_follow_the_models_uncertainty_when_the_study_
     assert response.status_code == 302
     study.refresh_from_db()
     assert study.queue_by_uncertainty
+    from activity.models import ActivityEntry
+
+    logged = ActivityEntry.objects.get(action="study.queue_order", study_id=study.pk)
+    assert logged.actor_id == adjudicator.pk and "by uncertainty" in logged.summary
     after = queue_runs(study, coder)
     assert after.index(started.run_id) == before.index(started.run_id)  # started work keeps its place
     untouched = [run_id for run_id in after if run_id != started.run_id]
