@@ -49,6 +49,11 @@ class Study(models.Model):
         default=DEFAULT_CODE_UNIVERSE,
         help_text="The codes agreement is computed over: every code of the codebook, or those observed in the study.",
     )
+    queue_by_uncertainty = models.BooleanField(
+        default=False,
+        help_text="Annotators' untouched runs are ordered by the suggestions model's uncertainty, most uncertain "
+        "first (docs/suggestions.md); annotators see only the order, never the model.",
+    )
     rq4_settings = models.JSONField(
         default=dict,
         blank=True,
@@ -462,3 +467,74 @@ class PublishedRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} for run {self.run_id}"
+
+
+class SuggestionModel(models.Model):
+    """A classifier of failure modes learned from a study's final labels (docs/suggestions.md), with
+    everything needed to reproduce it — seed, parameters, features, the training runs and their
+    label counts — its cross-validated scores and calibration, and its predictions for the study's
+    runs (RunSuggestion). No fitted estimator is stored: the predictions are what is used, and the
+    seed and training run ids give the same model again."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="suggestion_models")
+    seed = models.IntegerField(help_text="Seeds the folds and the solver: same inputs and seed, same model.")
+    parameters = models.JSONField(help_text="annotation/stats/suggestions.py Params, as used.")
+    features = models.JSONField(default=dict, blank=True, help_text="The feature columns, described.")
+    status = models.CharField(max_length=7, choices=Status.choices, default=Status.PENDING)
+    folds_done = models.PositiveSmallIntegerField(default=0, help_text="Cross-validation folds (and final fit) done.")
+    folds_total = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True, default="", help_text="Why training failed, if it did.")
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True, help_text="How long training took in the worker.")
+    training_run_ids = models.JSONField(default=list, blank=True, help_text="The runs with final labels trained on.")
+    label_counts = models.JSONField(default=dict, blank=True, help_text="Mode key → training runs with it.")
+    modes = models.JSONField(default=list, blank=True, help_text="The modes trained (keys).")
+    skipped = models.JSONField(default=list, blank=True, help_text="[{key, positives, reason}]: modes not trained.")
+    folds = models.JSONField(default=list, blank=True, help_text="The test side of each fold, as run ids.")
+    scores = models.JSONField(default=list, blank=True, help_text="Per mode: precision, recall, F1, support.")
+    summary = models.JSONField(default=dict, blank=True, help_text="Micro and macro F1, runs, tasks.")
+    calibration = models.JSONField(default=list, blank=True, help_text="[{low, high, predicted, observed, count}].")
+
+    class Meta:
+        ordering = ["study", "-created_at", "-pk"]
+        indexes = [models.Index(fields=["study", "status", "-created_at"], name="suggestion_model_study")]
+
+    def __str__(self) -> str:
+        return f"suggestions #{self.pk} of {self.study} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+    @property
+    def threshold(self) -> float:
+        return float(self.parameters.get("threshold", 0.5))
+
+
+class RunSuggestion(models.Model):
+    """A model's predicted probability of each mode it was trained for, for one run of its study."""
+
+    model = models.ForeignKey(SuggestionModel, on_delete=models.CASCADE, related_name="predictions")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
+    probabilities = models.JSONField(help_text="Mode key → predicted probability.")
+    uncertainty = models.FloatField(help_text="Largest 1 − |2p − 1| over the modes: 1 = a coin toss.")
+    in_training = models.BooleanField(
+        help_text="The run's final labels were trained on (its probabilities are in-sample)."
+    )
+
+    class Meta:
+        ordering = ["model", "run"]
+        constraints = [models.UniqueConstraint(fields=["model", "run"], name="run_suggestion_once")]
+        indexes = [models.Index(fields=["run", "model"], name="run_suggestion_run")]
+
+    def __str__(self) -> str:
+        return f"suggestion of model {self.model_id} for run {self.run_id}"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from .views import codebook, coding, dashboard, pilot, review, studies
+from .views import codebook, coding, dashboard, pilot, review, studies, suggestions
 
 app_name = "annotation"
 urlpatterns = [
@@ -30,6 +30,14 @@ urlpatterns = [
     path("studies/<int:study_id>/advantage/", dashboard.helped_pairs, name="helped_pairs"),
     path("studies/<int:study_id>/advantage/<int:run_id>/", dashboard.helped_pair_tag, name="helped_pair_tag"),
     path("studies/<int:study_id>/settings/", dashboard.analysis_settings, name="analysis_settings"),
+    path("studies/<int:study_id>/suggestions/", suggestions.suggestions, name="suggestions"),
+    path("studies/<int:study_id>/suggestions/train/", suggestions.suggestions_train, name="suggestions_train"),
+    path("studies/<int:study_id>/suggestions/status/", suggestions.suggestions_status, name="suggestions_status"),
+    path(
+        "studies/<int:study_id>/suggestions/queue-order/",
+        suggestions.suggestions_queue_order,
+        name="suggestions_queue_order",
+    ),
     path("studies/<int:study_id>/codebook/", codebook.study_codebook, name="study_codebook"),
     path("studies/<int:study_id>/export/<slug:kind>.csv", dashboard.study_export, name="export"),
     path("studies/<int:study_id>/bundle.zip", dashboard.study_bundle, name="bundle"),

@@ -41,6 +41,7 @@ PAGES: dict[str, list] = {
         "/annotate/studies/1/manage/",
         "/annotate/studies/1/settings/",
         "/annotate/studies/1/codebook/",
+        "/annotate/studies/1/suggestions/",
         "/no-such-page/",
     ],
     "senior": [
@@ -49,6 +50,13 @@ PAGES: dict[str, list] = {
         "/annotate/studies/",
         "/annotate/studies/1/",
         "/annotate/studies/1/advantage/",
+        "/annotate/studies/1/suggestions/",
+        "/annotate/adjudication/?order=uncertainty",
+        (
+            "adjudicate most uncertain",
+            "/annotate/adjudication/?order=uncertainty",
+            "main a[href*='/annotate/adjudication/']",
+        ),
         "/annotate/studies/new/",
         "/annotate/studies/1/manage/",
         "/annotate/studies/1/settings/",

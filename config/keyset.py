@@ -56,10 +56,13 @@ def _beyond(keys: Sequence[str], values: Sequence, *, forward: bool) -> Q:
     return reduce(or_, clauses)
 
 
-def keyset_page(qs: QuerySet, *, order: Sequence[str], params: Mapping[str, str], size: int = 50) -> KeysetPage:
+def keyset_page(
+    qs: QuerySet, *, order: Sequence[str], params: Mapping[str, str], size: int = 50, boundary: QuerySet | None = None
+) -> KeysetPage:
     """The page of `qs` (sorted by `order`) that `params` (`request.GET`) asks for. Two queries at
     most: the boundary row's sort values, and the page itself (one row more than `size`, to know
-    whether another page follows)."""
+    whether another page follows). The boundary row is read from the model's base manager, or from
+    `boundary` when the order uses an annotation (a queryset with the same annotation, unfiltered)."""
     keys = list(order) if order[-1].lstrip("-") == "pk" else [*order, "pk"]
     after, before = _cursor(params, "after"), _cursor(params, "before")
     if after is not None and before is not None:
@@ -68,7 +71,8 @@ def keyset_page(qs: QuerySet, *, order: Sequence[str], params: Mapping[str, str]
     if cursor is None:
         rows = list(qs.order_by(*keys)[: size + 1])
         return KeysetPage(items=rows[:size], after=rows[size - 1].pk if len(rows) > size else None)
-    boundary = qs.model._base_manager.filter(pk=cursor).values_list(*(k.lstrip("-") for k in keys)).first()
+    source = boundary if boundary is not None else qs.model._base_manager.all()
+    boundary = source.filter(pk=cursor).values_list(*(k.lstrip("-") for k in keys)).first()
     if boundary is None:
         raise CursorError(f"row {cursor} no longer exists: start again from the first page")
     forward = after is not None

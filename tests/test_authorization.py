@@ -71,6 +71,16 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     # analysis settings: only the study's lead; an empty form is refused with its fields named (422)
     "annotate/studies/<int:study_id>/settings/": ((302, 403, 403, 200, 200), (302, 403, 403, 422, 422)),
     "annotate/studies/<int:study_id>/statistics/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
+    # suggestions learned from gold: the study's lead only; an empty training form names its seed (422), the
+    # progress line without ?model= is a bad parameter (400)
+    "annotate/studies/<int:study_id>/suggestions/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
+    "annotate/studies/<int:study_id>/suggestions/train/": ((302, 405, 405, 405, 405), (302, 403, 403, 422, 422)),
+    "annotate/studies/<int:study_id>/suggestions/status/": ((302, 403, 403, 400, 400), (302, 405, 405, 405, 405)),
+    # annotators' queues by uncertainty: without `order` the form is refused with the field named (422)
+    "annotate/studies/<int:study_id>/suggestions/queue-order/": (
+        (302, 405, 405, 405, 405),
+        (302, 403, 403, 422, 422),
+    ),
     "annotate/studies/<int:study_id>/statistics/refresh/": ((302, 405, 405, 405, 405), (302, 403, 403, 302, 302)),
     "annotate/studies/<int:study_id>/advantage/<int:run_id>/": ((302, 405, 405, 405, 405), (302, 403, 403, 404, 404)),
     "annotate/studies/<int:study_id>/runs/<int:run_id>/history/": (

@@ -32,7 +32,13 @@ PINS: dict[tuple[str, str], int] = {
     ("annotator", "runs"): 8,
     ("annotator", "pair"): 8,  # +1: both runs' signature hits, in one query
     ("adjudicator", "adjudication queue"): 6,
-    ("adjudicator", "adjudicate"): 15,
+    (
+        "adjudicator",
+        "adjudicate",
+    ): 17,  # +2: the run's prediction by the current suggestions model, flagged codes' names
+    ("adjudicator", "adjudication queue by uncertainty"): 6,
+    ("adjudicator", "suggestions"): 7,  # session, user, study, the models listed, the current one, mode names, groups
+    ("admin", "suggestions"): 7,
     ("adjudicator", "studies"): 4,
     ("adjudicator", "dashboard"): 10,
     ("adjudicator", "statistics status"): 5,
@@ -64,6 +70,28 @@ def _code_everything(study, codebook):
         discussion=discussion, actor=Assignment.objects.filter(study=study, run=discussion.run)[0].annotator
     )
     statistics_refresh(study_id=study.pk)
+    _suggestions_model(study)
+
+
+def _suggestions_model(study):
+    """A finished suggestions model of the study, as training stores it, predicting every run: the
+    adjudication pages then show its likely-missed codes and order by its uncertainty."""
+    from annotation.models import RunSuggestion, SuggestionModel
+    from annotation.stats.suggestions import Params
+
+    model = SuggestionModel.objects.create(
+        study=study, seed=0, parameters=Params().as_dict(), status="done", modes=["same-file-collision"],
+        scores=[{"key": "same-file-collision", "precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 3,
+                 "predicted": 3}],
+        summary={"micro_f1": 0.5, "macro_f1": 0.5, "runs": 6, "tasks": 6}, label_counts={"same-file-collision": 3},
+        calibration=[{"low": 0.5, "high": 0.6, "predicted": 0.55, "observed": 0.5, "count": 4}], folds=[[1], [2]],
+    )  # fmt: skip
+    RunSuggestion.objects.bulk_create(
+        RunSuggestion(
+            model=model, run=run, probabilities={"same-file-collision": 0.8}, uncertainty=0.4, in_training=False
+        )  # fmt: skip
+        for run in study.runs.all()
+    )
 
 
 def _grow(tmp_path, codebook, trio, adjudicator, pairs: int = 12):
@@ -101,6 +129,9 @@ def _pages(study, coder, adjudicator) -> dict[tuple[str, str], str]:
         ("annotator", "pair"): f"/trajectories/runs/{run.pk}/",
         ("adjudicator", "adjudication queue"): "/annotate/adjudication/",
         ("adjudicator", "adjudicate"): f"/annotate/adjudication/{escalated.pk}/",
+        ("adjudicator", "adjudication queue by uncertainty"): "/annotate/adjudication/?order=uncertainty",
+        ("adjudicator", "suggestions"): f"/annotate/studies/{study.pk}/suggestions/",
+        ("admin", "suggestions"): f"/annotate/studies/{study.pk}/suggestions/",
         ("adjudicator", "studies"): "/annotate/studies/",
         ("adjudicator", "dashboard"): f"/annotate/studies/{study.pk}/",
         ("adjudicator", "statistics status"): f"/annotate/studies/{study.pk}/statistics/",

@@ -5,7 +5,8 @@ final coding once there is one, an annotator's discussions and the adjudicator's
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, Value
+from django.db.models.functions import Coalesce
 
 from accounts.roles import is_admin
 from config.keyset import KeysetPage, keyset_page
@@ -13,6 +14,7 @@ from taxonomy.models import Code
 
 from ..models import Annotation, Assignment, AuditEntry, Discussion, FinalCoding, Study
 from ..stats.changes import coding_diff
+from .suggestions import uncertainty_subquery
 
 LIST_PAGE_SIZE = 50
 
@@ -184,10 +186,24 @@ def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None
     return qs
 
 
-def adjudication_page(*, user: AbstractBaseUser, filters: dict[str, str], params) -> KeysetPage:
-    """One page of the adjudicator's queue (filtered), lowest agreement first, and how many wait."""
+ADJUDICATION_ORDERS = {
+    "agreement": "lowest agreement first",
+    "uncertainty": "most uncertain first",  # to the study's suggestions model (docs/suggestions.md)
+}
+
+
+def adjudication_page(
+    *, user: AbstractBaseUser, filters: dict[str, str], params, order: str = "agreement"
+) -> KeysetPage:
+    """One page of the adjudicator's queue (filtered), in one of ADJUDICATION_ORDERS, and how many
+    wait. By uncertainty, a run without a prediction (its study has no model yet) comes last."""
     qs = adjudication_queue(user=user, filters=filters)
-    page = keyset_page(qs, order=("agreement", "pk"), params=params, size=LIST_PAGE_SIZE)
+    keys, boundary = ("agreement", "pk"), None
+    if order == "uncertainty":
+        uncertainty = Coalesce(uncertainty_subquery(), Value(-1.0))
+        qs = qs.annotate(uncertainty=uncertainty)
+        keys, boundary = ("-uncertainty", "agreement", "pk"), Discussion.objects.annotate(uncertainty=uncertainty)
+    page = keyset_page(qs, order=keys, params=params, size=LIST_PAGE_SIZE, boundary=boundary)
     page.extra["total"] = qs.count()
     return page
 

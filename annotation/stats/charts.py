@@ -130,3 +130,51 @@ def line(
         "y_label": y_label,
         "y_label_pos": {"x": 14, "y": round(top + plot_h / 2, 1)},
     }
+
+
+def calibration(bins: Sequence[dict], *, size: int = 300) -> dict:
+    """A reliability diagram: each bin's mean predicted probability (x) against the fraction observed
+    positive (y), both 0–1, beside the diagonal of perfect calibration; a dot's area grows with the
+    bin's count. `bins` as stats/suggestions.calibration_bins gives them."""
+    left, right, top, bottom = 56, 14, 10, 48
+    width, height = size + left + right, size + top + bottom
+    plot = {"left": left, "right": left + size, "top": top, "bottom": top + size}
+
+    def px(x: float) -> float:
+        return round(left + size * x, 1)
+
+    def py(y: float) -> float:
+        return round(top + size * (1 - y), 1)
+
+    largest = max((b["count"] for b in bins), default=1) or 1
+    dots = [
+        {
+            "x": px(b["predicted"]),
+            "y": py(b["observed"]),
+            "r": round(3 + 5 * math.sqrt(b["count"] / largest), 1),
+            "label": f"predicted {b['predicted']:.2f}, observed {b['observed']:.2f} ({b['count']} run × mode cells, "
+            f"p in {b['low']:.1f}–{b['high']:.1f})",
+        }  # fmt: skip
+        for b in bins
+    ]
+    ticks = [round(0.2 * i, 1) for i in range(6)]
+    return {
+        "width": width,
+        "height": height,
+        "plot": plot,
+        "diagonal": {"x1": px(0), "y1": py(0), "x2": px(1), "y2": py(1)},
+        "points": " ".join(f"{d['x']},{d['y']}" for d in dots),
+        "dots": dots,
+        "x_ticks": [
+            {"x": px(t), "label": f"{t:.1f}", "y1": plot["bottom"] + TICK, "text_y": plot["bottom"] + TICK + FONT}
+            for t in ticks
+        ],  # fmt: skip
+        "y_ticks": [
+            {"y": py(t), "label": f"{t:.1f}", "x1": left - TICK, "text_x": left - TICK - 2, "text_y": py(t) + 4}
+            for t in ticks
+        ],  # fmt: skip
+        "x_label": "predicted probability (mean of the bin)",
+        "x_label_pos": {"x": round(left + size / 2, 1), "y": height - 6},
+        "y_label": "observed fraction with the mode",
+        "y_label_pos": {"x": 14, "y": round(top + size / 2, 1)},
+    }

@@ -18,6 +18,7 @@ from ..errors import AnnotationError
 from ..forms import RULING_INPUTS, parse_ruling_form
 from ..models import Discussion
 from ..selectors import review as selectors
+from ..selectors import suggestions as suggestion_selectors
 from ..services import review as flow
 
 
@@ -100,12 +101,20 @@ def discussion_resolve(request: HtmxHttpRequest, discussion_id: int) -> HttpResp
 def adjudication_queue(request: HtmxHttpRequest) -> HttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in ("agent", "benchmark", "study")}
     filters["benchmark"] = canonical_benchmark(filters["benchmark"])  # a link may spell it another way
+    order = request.GET.get("order") or "agreement"
+    if order not in selectors.ADJUDICATION_ORDERS:
+        return invalid_parameter(
+            request, f"'order' must be one of {', '.join(selectors.ADJUDICATION_ORDERS)}, got {order[:40]!r}"
+        )
     try:
-        page = selectors.adjudication_page(user=request.user, filters=filters, params=request.GET)
+        page = selectors.adjudication_page(user=request.user, filters=filters, params=request.GET, order=order)
     except CursorError as exc:
         return invalid_parameter(request, str(exc))
     choices = selectors.adjudication_filter_choices(user=request.user)
-    return render(request, "annotation/adjudication_queue.html", {"page": page, "filters": filters, "choices": choices})
+    orders = selectors.ADJUDICATION_ORDERS
+    context = {"page": page, "filters": filters, "choices": choices, "order": order, "orders": orders,
+               "order_label": orders[order]}  # fmt: skip
+    return render(request, "annotation/adjudication_queue.html", context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -128,12 +137,16 @@ def adjudicate(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
             return redirect("annotation:adjudicate", discussion_id=discussion.pk)
     compare = selectors.codings_compare(discussion=discussion)
     final = selectors.final_for(discussion=discussion)
+    # the adjudicator's alone (this view refuses anyone else): never on an annotator's page
+    used = {row["code"].key for row in compare["rows"]}
+    suggested = suggestion_selectors.likely_missed(study=discussion.study, run_id=discussion.run_id, used=used)
     context = {
+        "suggested": suggested,
         "discussion": discussion,
         "compare": compare,
         "changes": selectors.coding_changes(discussion=discussion, compare=compare),
         "comments": discussion.comments.select_related("author"),
-        "modes": _ruling_form(request, discussion, compare, errors)
+        "modes": _ruling_form(request, discussion, compare, errors, suggested)
         if discussion.status == Discussion.Status.ESCALATED
         else None,
         "final": final,
@@ -146,13 +159,18 @@ def adjudicate(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
     return render(request, "annotation/adjudicate.html", context, status=status)
 
 
-def _ruling_form(request: HtmxHttpRequest, discussion: Discussion, compare: dict, errors: dict) -> dict:
+def _ruling_form(
+    request: HtmxHttpRequest, discussion: Discussion, compare: dict, errors: dict, suggested: dict
+) -> dict:
     """The modes to rule on (selectors.review.ruling_modes), each with what this request posted for it
-    and the errors of its fields, so that a refused ruling comes back as it was typed."""
+    and the errors of its fields, so that a refused ruling comes back as it was typed, and — for a
+    likely-missed code — the probability the study's suggestions model gives it (`likely`)."""
     modes = selectors.ruling_modes(discussion=discussion, compare=compare)
     picked = request.POST.getlist("code")
+    likely = {m["key"]: m["p"] for m in suggested["modes"]}
     for row in [*modes["proposed"], *modes["others"]]:
         pk = row["code"].pk
+        row["likely"] = likely.get(row["code"].key)
         row["checked"] = str(pk) in picked
         row["values"] = {name: request.POST.get(f"{name}-{pk}", "") for name in RULING_INPUTS}
         row["errors"] = {name: errors.get(f"{name}-{pk}", "") for name in (*RULING_INPUTS, "code")}

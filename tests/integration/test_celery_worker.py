@@ -191,3 +191,24 @@ def test_the_worker_computes_a_studys_statistics_and_stores_them_with_their_vers
     stored = StudyStatistics.objects.get(study=study)
     assert stored.payload["agreement"]["headline"] == agreement(study=study, resamples=1000)["headline"]
     assert stored.payload["table3"]["instances"] == 6  # every run agreed on one mode: six final instances
+
+
+def test_the_worker_trains_a_suggestions_model_reporting_its_progress(worker, tmp_path, codebook, trio, adjudicator):
+    """Training queued from the page's service, run by the real worker on PostgreSQL: the model ends
+    done, every step counted, a prediction stored for each run of the study."""
+    from annotation.models import RunSuggestion, SuggestionModel
+    from annotation.services.suggestions import suggestions_train_request
+    from annotation.tasks import train_suggestions
+    from tests.annotation.test_suggestions import labelled_study
+
+    study = labelled_study(tmp_path, codebook, trio, adjudicator)
+    model = suggestions_train_request(study=study, actor=adjudicator, seed=2, queue=False)
+    worker.send(model.pk, task=train_suggestions)
+    deadline = time.monotonic() + 90
+    while not SuggestionModel.objects.get(pk=model.pk).is_finished:
+        assert time.monotonic() < deadline, f"no model after 90 s\n{worker.log.read_text()[-4000:]}"
+        time.sleep(0.3)
+    model = SuggestionModel.objects.get(pk=model.pk)
+    assert model.status == "done", model.error
+    assert model.folds_done == model.folds_total == 6
+    assert RunSuggestion.objects.filter(model=model).count() == study.runs.count()
