@@ -273,6 +273,7 @@ def parameters(study: Study) -> dict:
         "exported_at": datetime.now(UTC).isoformat(),
         "annotators": sorted(study.annotators.values_list("username", flat=True)),
         "coders_per_run": study.coders_per_run,
+        "hint_policy": study.hint_policy,
         "closed_at": study.closed_at.isoformat() if study.closed_at else None,
         "adjudicator": study.adjudicator.get_username(),
         "runs": study.runs.count(),

@@ -31,6 +31,7 @@ LABEL_COLUMNS = (
     *LABEL_FIELDS,
     "submitted_at",
     "updated_at",
+    "hints_seen",
 )
 FINAL_COLUMNS = (
     "study",
@@ -177,6 +178,8 @@ def _label_row(study: Study, annotation, label) -> dict:
         "no_failure": annotation.no_failure,
         "submitted_at": annotation.submitted_at,
         "updated_at": annotation.updated_at,
+        # When the annotator first showed the run's hints (empty: never): docs/annotation.md, "Hints".
+        "hints_seen": annotation.hints_seen_at,
     }
     if label is not None:
         cat, sub, mode, path = _path(label.code)
