@@ -141,7 +141,8 @@ class StudyForm(RunFilterForm):
     coders_per_run = forms.IntegerField(min_value=2, max_value=50, initial=2, label="Coders per run (k)")
     seed = forms.IntegerField(initial=0, min_value=-(2**31), max_value=2**31 - 1,
                               help_text="Makes the assignment and the queue orders reproducible.")  # fmt: skip
-    hint_policy = forms.ChoiceField(choices=list(HINT_POLICIES.items()), initial=DEFAULT_HINT_POLICY,
+    # Not required: left out (a script's form), the study gets the default.
+    hint_policy = forms.ChoiceField(choices=list(HINT_POLICIES.items()), initial=DEFAULT_HINT_POLICY, required=False,
                                     label="Annotators see hints", help_text=HINT_POLICY_HELP)  # fmt: skip
     assign_now = forms.BooleanField(required=False, initial=True, label="Assign the runs now")
     field_order = ["name", "codebook", "annotators", "adjudicator", "coders_per_run", "seed", "hint_policy"]
@@ -151,6 +152,9 @@ class StudyForm(RunFilterForm):
         self.fields["codebook"].queryset = codebooks
         self.fields["annotators"].queryset = annotators
         self.fields["adjudicator"].queryset = adjudicators
+
+    def clean_hint_policy(self) -> str:
+        return self.cleaned_data["hint_policy"] or DEFAULT_HINT_POLICY
 
 
 class StudyEditForm(forms.Form):
