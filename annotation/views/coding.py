@@ -270,9 +270,12 @@ def hints(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
         raise PermissionDenied(str(exc)) from exc
     if not request.htmx:
         return redirect(reverse("annotation:annotate", args=[assignment.pk]) + "#hints")
+    # "cite" where the page can take it: a draft, or a revision during the run's open discussion
+    discussion = Discussion.objects.filter(study=assignment.study, run=assignment.run).first()
+    revising = discussion is not None and discussion.status == Discussion.Status.OPEN
     context = {
         "assignment": assignment,
         "hints": coding_hints(user=request.user, assignment=assignment, annotation=annotation),
-        "citable": True,
+        "citable": not annotation.is_submitted or revising,
     }
     return render(request, "annotation/partials/hints.html", context)

@@ -255,6 +255,9 @@ def test_the_run_history_and_the_exports_say_which_codings_saw_hints(study, trio
         assert json.loads(z.read("study.json"))["hint_policy"] == "always"
         current = list(csv.DictReader(io.StringIO(z.read("current_codings.csv").decode())))
         assert "hints_seen" in current[0]
+        independent = list(csv.DictReader(io.StringIO(z.read("independent_codings.csv").decode())))
+        seen_first = {r["annotator"]: r["hints_seen"] < r["submitted_at"] for r in independent if r["hints_seen"]}
+        assert seen_first == {"coder1": True}  # shown, then submitted: the independent coding may have used them
         package = json.loads(z.read("datapackage.json"))
         columns = next(r for r in package["resources"] if r["name"] == "current-codings-csv")["schema"]["fields"]
         assert "hints_seen" in {c["name"] for c in columns}
@@ -311,3 +314,12 @@ def test_the_new_study_form_and_the_command_set_the_policy(study, codebook, trio
         call_command("create_study", "Worse", "--annotators", names, "--adjudicator", adjudicator.username,
                      "--hint-policy", "sometimes", stdout=io.StringIO())  # fmt: skip
     assert not Study.objects.filter(name="Worse").exists()
+
+
+def test_a_locked_coding_shows_hints_without_cite(study, trio):
+    """Submitted and not under discussion: nothing can be cited into the coding, so the events' anchors are text."""
+    set_policy(study, "after_first_submission")
+    assignment = first_assignment(study, trio[0])
+    submit(assignment)
+    panel = client_for(trio[0]).post(f"/annotate/{assignment.pk}/hints/", **HTMX).content.decode()
+    assert shows_hits(panel) and 'class="cite"' not in panel and 'class="anchor"' in panel
