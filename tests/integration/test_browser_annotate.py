@@ -240,6 +240,12 @@ def test_show_the_hints_and_cite_one_of_their_events(page, live_server, study, t
     page.locator("#hints .cite").first.click()
     evidence = page.locator("fieldset.label-card:not([hidden]) textarea[data-role=evidence]")
     assert evidence.input_value() == page.locator("#hints .cite").first.get_attribute("data-anchor")
+    cited = evidence.input_value()
     wait_until_saved(page)
+    for _ in range(100):  # the pick saved first; the cite's own save lands a moment later
+        labels = list(Annotation.objects.get(assignment_id=assignment_id).labels.all())
+        if labels and labels[0].evidence == [cited]:
+            break
+        page.wait_for_timeout(100)
     annotation = Annotation.objects.get(assignment_id=assignment_id)
-    assert annotation.hints_seen_at is not None and annotation.labels.get().evidence == [evidence.input_value()]
+    assert annotation.hints_seen_at is not None and annotation.labels.get().evidence == [cited]
