@@ -10,11 +10,18 @@ from dataclasses import asdict, fields
 from django import forms
 from django.http import QueryDict
 
+from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
+
 from .errors import AnnotationError
 from .services.coding import MAX_INSTANCES, LabelInput, field_key
 from .services.review import Ruling
 from .stats.reports import Rq4Rules
 from .stats.settings import CODE_UNIVERSES, SettingsError, format_mechanisms, parse_mechanisms, rq4_rules
+
+HINT_POLICY_HELP = (
+    "When annotators see the failure-signature hints of a run: after their first submission of it keeps the "
+    "independent coding (what agreement is computed on) free of them. The adjudicator always sees them."
+)
 
 
 def _int(value: str | None, field: str) -> int:
@@ -134,14 +141,20 @@ class StudyForm(RunFilterForm):
     coders_per_run = forms.IntegerField(min_value=2, max_value=50, initial=2, label="Coders per run (k)")
     seed = forms.IntegerField(initial=0, min_value=-(2**31), max_value=2**31 - 1,
                               help_text="Makes the assignment and the queue orders reproducible.")  # fmt: skip
+    # Not required: left out (a script's form), the study gets the default.
+    hint_policy = forms.ChoiceField(choices=list(HINT_POLICIES.items()), initial=DEFAULT_HINT_POLICY, required=False,
+                                    label="Annotators see hints", help_text=HINT_POLICY_HELP)  # fmt: skip
     assign_now = forms.BooleanField(required=False, initial=True, label="Assign the runs now")
-    field_order = ["name", "codebook", "annotators", "adjudicator", "coders_per_run", "seed"]
+    field_order = ["name", "codebook", "annotators", "adjudicator", "coders_per_run", "seed", "hint_policy"]
 
     def __init__(self, *args, codebooks, annotators, adjudicators, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["codebook"].queryset = codebooks
         self.fields["annotators"].queryset = annotators
         self.fields["adjudicator"].queryset = adjudicators
+
+    def clean_hint_policy(self) -> str:
+        return self.cleaned_data["hint_policy"] or DEFAULT_HINT_POLICY
 
 
 class StudyEditForm(forms.Form):
@@ -178,6 +191,8 @@ class AnalysisSettingsForm(forms.Form):
     the field they name)."""
 
     kappa_universe = forms.ChoiceField(choices=list(CODE_UNIVERSES.items()), label="κ's code universe")
+    # Not required: a form without it (an older client) leaves the policy as it is.
+    hint_policy = forms.ChoiceField(choices=list(HINT_POLICIES.items()), label="Annotators see hints", required=False)
     higher_test_pass = forms.BooleanField(required=False, label="Higher test pass")
     test_pass_margin = forms.FloatField(label="by more than (test pass difference, 0–1)")
     solved_only_concurrently = forms.BooleanField(required=False, label="Solved only concurrently")
@@ -191,7 +206,8 @@ class AnalysisSettingsForm(forms.Form):
     @classmethod
     def for_study(cls, study, data=None) -> AnalysisSettingsForm:
         rules, tags = study.rq4()
-        initial = {"kappa_universe": study.kappa_universe, **asdict(rules), "mechanisms": format_mechanisms(tags)}
+        initial = {"kappa_universe": study.kappa_universe, "hint_policy": study.hint_policy, **asdict(rules),
+                   "mechanisms": format_mechanisms(tags)}  # fmt: skip
         return cls(data, initial=initial)
 
     def clean(self) -> dict:

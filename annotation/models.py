@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from taxonomy.models import Code, Codebook, FrozenCodebookError
+from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES, hints_allowed
 from trajectories.models import Run
 
 from .stats.reports import Rq4Rules
@@ -60,6 +61,13 @@ class Study(models.Model):
         help_text='RQ4: {"rules": {...}, "mechanisms": [[key, label], ...]}; empty for the defaults '
         "(annotation/stats/settings.py).",
     )
+    hint_policy = models.CharField(
+        max_length=25,
+        choices=list(HINT_POLICIES.items()),
+        default=DEFAULT_HINT_POLICY,
+        help_text="When annotators see the failure-signature hints of a run they code: never, after their first "
+        "submission of it (protects independent coding), or always. The adjudicator always sees them.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -69,6 +77,7 @@ class Study(models.Model):
             models.CheckConstraint(
                 condition=Q(kappa_universe__in=list(CODE_UNIVERSES)), name="study_kappa_universe_known"
             ),
+            models.CheckConstraint(condition=Q(hint_policy__in=list(HINT_POLICIES)), name="study_hint_policy_known"),
         ]
 
     def __str__(self) -> str:
@@ -87,6 +96,10 @@ class Study(models.Model):
                     f"{self.name}: its codebook is pinned; move it to another version with a key map"
                 )
         super().save(*args, **kwargs)
+
+    def shows_hints(self, *, submitted: bool) -> bool:
+        """Does this study's hint policy show hints to an annotator who has (not) submitted the run?"""
+        return hints_allowed(self.hint_policy, submitted=submitted)
 
     def rq4(self) -> tuple[Rq4Rules, list[tuple[str, str]]]:
         """RQ4's rules and mechanism tags for this study (the defaults unless set)."""
@@ -196,6 +209,12 @@ class Annotation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    hints_seen_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the annotator first showed the run's hints on the coding page."
+    )
+    hints_seen = models.JSONField(
+        default=list, blank=True, help_text="The hits shown then: [{detector, modes, position, detector_version}]."
+    )
 
     class Meta:
         ordering = ["assignment"]

@@ -11,6 +11,7 @@ urlpatterns = [
     path("<int:assignment_id>/", coding.annotate, name="annotate"),
     path("<int:assignment_id>/save/", coding.save, name="save"),
     path("<int:assignment_id>/submit/", coding.submit, name="submit"),
+    path("<int:assignment_id>/hints/", coding.hints, name="hints"),
     path("<int:assignment_id>/revise/", coding.revise, name="revise"),
     path("<int:assignment_id>/skip/", coding.skip, name="skip"),
     path("discussions/", review.discussion_list, name="discussions"),

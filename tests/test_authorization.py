@@ -53,6 +53,9 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "annotate/<int:assignment_id>/submit/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
     "annotate/<int:assignment_id>/revise/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
     "annotate/<int:assignment_id>/skip/": ((302, 405, 405, 405, 405), (302, 422, 404, 404, 404)),
+    # showing the hints of the run being coded: coder1 submitted it here (a discussion), so the default policy
+    # lets them (302 back to the page, the panel shown); someone else's coding is never confirmed (404)
+    "annotate/<int:assignment_id>/hints/": ((302, 405, 405, 405, 405), (302, 302, 404, 404, 404)),
     "annotate/discussions/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/discussions/<int:discussion_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/discussions/<int:discussion_id>/comment/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),

@@ -13,6 +13,7 @@ from django.db.models import Exists, OuterRef
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Assignment, Discussion
+from annotation.services.hints import annotation_hints_show
 from annotation.services.review import discussion_escalate
 from annotation.services.statistics import statistics_refresh
 from annotation.services.studies import study_assign, study_create
@@ -26,16 +27,18 @@ pytestmark = pytest.mark.django_db
 # study's), "admin".
 PINS: dict[tuple[str, str], int] = {
     ("annotator", "queue"): 8,
-    ("annotator", "annotate"): 14,  # a run under discussion: +1, was the coding revised since?
+    # +1: may this annotator see the run's hints (their codings of the pair, with each study's hint policy)?
+    ("annotator", "annotate"): 15,  # a run under discussion: +1, was the coding revised since?
+    ("annotator", "annotate, hints shown"): 18,  # +3: the hits, their events' anchors, the modes' names
     ("annotator", "discussions"): 5,
-    ("annotator", "discussion"): 13,
+    ("annotator", "discussion"): 14,  # +1: the hints rule (the panel says to show them on the coding page)
     ("annotator", "runs"): 8,
-    ("annotator", "pair"): 8,  # +1: both runs' signature hits, in one query
+    ("annotator", "pair"): 8,  # the hints rule; the hits are not read (not shown on the coding page yet)
+    ("annotator", "pair, hints shown"): 9,  # the hints rule, both runs' hits in one query
     ("adjudicator", "adjudication queue"): 6,
-    (
-        "adjudicator",
-        "adjudicate",
-    ): 17,  # +2: the run's prediction by the current suggestions model, flagged codes' names
+    # +2: the run's prediction by the current suggestions model, flagged codes' names; +4: the hints rule, the
+    # hits, their events' anchors, the modes' names
+    ("adjudicator", "adjudicate"): 21,
     ("adjudicator", "adjudication queue by uncertainty"): 6,
     ("adjudicator", "suggestions"): 7,  # session, user, study, the models listed, the current one, mode names, groups
     ("admin", "suggestions"): 7,
@@ -48,7 +51,7 @@ PINS: dict[tuple[str, str], int] = {
     ("adjudicator", "analysis settings"): 4,  # session, user, the study, the user's groups
     ("adjudicator", "run history"): 9,
     ("adjudicator", "runs"): 8,
-    ("adjudicator", "pair"): 8,  # +1: both runs' signature hits
+    ("adjudicator", "pair"): 9,  # +1: both runs' signature hits; +1: the hints rule
     ("admin", "studies"): 4,
     ("admin", "dashboard"): 10,
     ("admin", "runs"): 8,
@@ -120,6 +123,14 @@ def _pages(study, coder, adjudicator) -> dict[tuple[str, str], str]:
     discussion = Discussion.objects.filter(study=study, run__assignments__annotator=coder).order_by("pk").first()
     escalated = Discussion.objects.get(study=study, status=Discussion.Status.ESCALATED)
     run = mine.run
+    # another discussed run of coder1's whose hints they have shown on the coding page
+    shown = (
+        Assignment.objects.filter(Exists(discussed), study=study, annotator=coder)
+        .exclude(pk=mine.pk)
+        .order_by("position")
+        .first()
+    )
+    annotation_hints_show(annotation=shown.annotation, actor=coder)
     return {
         ("annotator", "queue"): "/annotate/",
         ("annotator", "annotate"): f"/annotate/{mine.pk}/",
@@ -127,6 +138,8 @@ def _pages(study, coder, adjudicator) -> dict[tuple[str, str], str]:
         ("annotator", "discussion"): f"/annotate/discussions/{discussion.pk}/",
         ("annotator", "runs"): "/trajectories/",
         ("annotator", "pair"): f"/trajectories/runs/{run.pk}/",
+        ("annotator", "annotate, hints shown"): f"/annotate/{shown.pk}/",
+        ("annotator", "pair, hints shown"): f"/trajectories/runs/{shown.run_id}/",
         ("adjudicator", "adjudication queue"): "/annotate/adjudication/",
         ("adjudicator", "adjudicate"): f"/annotate/adjudication/{escalated.pk}/",
         ("adjudicator", "adjudication queue by uncertainty"): "/annotate/adjudication/?order=uncertainty",

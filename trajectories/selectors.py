@@ -87,6 +87,39 @@ def run_signature_rows(*, runs: list[Run | None]) -> list[dict]:
     return rows
 
 
+def event_anchor(*, run: Run, source_file: str, line: int) -> str:
+    """The evidence anchor of the event read from `line` of an agent's log: what the events list's
+    "cite" writes (templates/trajectories/partials/events.html builds the same text)."""
+    if source_file:
+        return f"{'parallel' if run.mode == Run.Mode.CONCURRENT else 'serial'}/{source_file}:{line}"
+    return f"{run.source_name}:{line}"
+
+
+def run_hints(*, run: Run) -> list[dict]:
+    """A run's hits for the coding page's hints panel, in order: {hit, evidence}, each evidence item
+    {agent, seq, file, time, anchor} with the anchor of its event ("" when the hit names no event or
+    the event has no source line). Two queries, however many hits."""
+    hits = list(SignatureHit.objects.filter(run=run).order_by("position"))
+    wanted = {(ev["agent"], ev["seq"]) for hit in hits for ev in hit.evidence if ev.get("seq") is not None}
+    anchors: dict[tuple[str, int], str] = {}
+    if wanted:
+        which = Q()
+        for agent, seq in wanted:
+            which |= Q(context__external_id=agent, seq=seq)
+        events = Event.objects.filter(which, context__run=run, source_line__isnull=False).values_list(
+            "context__external_id", "seq", "context__source_file", "source_line"
+        )
+        for agent, seq, source_file, line in events:
+            anchors[agent, seq] = event_anchor(run=run, source_file=source_file, line=line)
+    return [
+        {
+            "hit": hit,
+            "evidence": [{**ev, "anchor": anchors.get((ev["agent"], ev.get("seq")), "")} for ev in hit.evidence],
+        }
+        for hit in hits
+    ]
+
+
 # -- lists and pages -------------------------------------------------------------------------
 
 

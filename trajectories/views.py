@@ -16,7 +16,7 @@ from config.keyset import CursorError, keyset_page
 from config.responses import invalid_parameter
 
 from . import selectors, services, tasks
-from .access import visible_runs
+from .access import HINTS_SHOWN, hint_access, visible_runs
 from .artifacts import AnchorError
 from .exports import METRICS_COLUMNS, by_pk, csv_lines, metrics_rows
 from .formats.records import EVENT_KINDS, FormatError
@@ -102,7 +102,11 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         visible_runs(request.user, Run.objects.select_related("task__benchmark", "agent")), pk=run_id
     )
     context = selectors.pair_sides(run)
-    context["signatures"] = selectors.run_signature_rows(runs=[row["run"] for row in context["pair_rows"]])
+    # Hits are hints: an annotator sees them only when every study they code the pair in allows it,
+    # and first on their coding page (where it is recorded); before that nothing says whether there are any.
+    context["hints"] = hint_access(request.user, run)
+    if context["hints"] == HINTS_SHOWN:
+        context["signatures"] = selectors.run_signature_rows(runs=[row["run"] for row in context["pair_rows"]])
     return render(request, "trajectories/run_detail.html", context)
 
 

@@ -48,6 +48,7 @@ TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
             ("pair_key", "string"),
             ("annotator", "string"),
             ("submitted_at", "datetime"),
+            ("hints_seen", "datetime"),
             ("no_failure", "boolean"),
             ("category", "string"),
             ("subcategory", "string"),
@@ -55,7 +56,8 @@ TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
             *LABEL_DETAIL,
         ),
         "Each annotator's first submission of each run (one row per mode instance; a 'no failure mode' coding is "
-        "one row with an empty mode). Agreement is computed on these.",
+        "one row with an empty mode). Agreement is computed on these. hints_seen: when the annotator first showed "
+        "the run's hints (empty: never); before submitted_at, the coding may have used them.",
     ),  # fmt: skip
     "current_codings": (
         tuple((name, "string") for name in (*LABEL_COLUMNS, "revised")),
@@ -144,6 +146,8 @@ def independent_rows(study: Study) -> Iterable[dict]:
             "pair_key": pair_key(assignment.run),
             "annotator": assignment.annotator.get_username(),
             "submitted_at": entry.at.isoformat(),
+            # before submitted_at: this independent coding may have used the hints (a study shown them "always")
+            "hints_seen": entry.annotation.hints_seen_at.isoformat() if entry.annotation.hints_seen_at else "",
             "no_failure": bool((entry.after or {}).get("no_failure")),
         }
         labels = (entry.after or {}).get("labels", [])
@@ -273,6 +277,7 @@ def parameters(study: Study) -> dict:
         "exported_at": datetime.now(UTC).isoformat(),
         "annotators": sorted(study.annotators.values_list("username", flat=True)),
         "coders_per_run": study.coders_per_run,
+        "hint_policy": study.hint_policy,
         "closed_at": study.closed_at.isoformat() if study.closed_at else None,
         "adjudicator": study.adjudicator.get_username(),
         "runs": study.runs.count(),

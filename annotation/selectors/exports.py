@@ -33,6 +33,7 @@ LABEL_COLUMNS = (
     *LABEL_FIELDS,
     "submitted_at",
     "updated_at",
+    "hints_seen",
 )
 FINAL_COLUMNS = (
     "study",
@@ -179,6 +180,8 @@ def _label_row(study: Study, annotation, label) -> dict:
         "no_failure": annotation.no_failure,
         "submitted_at": annotation.submitted_at,
         "updated_at": annotation.updated_at,
+        # When the annotator first showed the run's hints (empty: never): docs/annotation.md, "Hints".
+        "hints_seen": annotation.hints_seen_at,
     }
     if label is not None:
         cat, sub, mode, path = _path(label.code)

@@ -24,6 +24,9 @@ def run_history(*, study: Study, run_id: int) -> list[dict]:
         if entry.action == "reassign":
             moved = entry.after or {}
             summary = f"{moved.get('from', '?')}'s draft set aside; {moved.get('to', '?')} codes the run from scratch"
+        elif entry.action == "hints":  # the annotator showed the run's failure-signature hints
+            shown = [hit.get("detector", "?") for hit in (entry.after or {}).get("hints", [])]
+            summary = f"hints shown: {', '.join(shown) if shown else 'no signature found'}"
         else:  # an annotator's own coding (or the study's record loaded for them): the labels as they stood
             summary = f"{entry.action}: {_labels(entry.after)}"
         rows.append(

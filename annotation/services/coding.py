@@ -37,14 +37,14 @@ class LabelInput:
 MAX_INSTANCES = 50  # episodes of one mode in one run; the study's records have a handful
 
 
-def _ensure_stored(annotation: Annotation) -> None:
+def ensure_stored(annotation: Annotation) -> None:
     """First save of a draft: store it (or pick up the one another request stored meanwhile)."""
     if annotation.pk is not None:
         return
     stored, _ = Annotation.objects.get_or_create(assignment=annotation.assignment)
     for name in (
         "id", "status", "version", "no_failure", "notes", "skip_reason", "flagged", "flag_note", "created_at",
-        "updated_at", "submitted_at",
+        "updated_at", "submitted_at", "hints_seen_at", "hints_seen",
     ):  # fmt: skip
         setattr(annotation, name, getattr(stored, name))
     annotation._state.adding = False
@@ -156,7 +156,7 @@ def annotation_save(
         }
         if errors:
             raise AnnotationError("every failure mode needs a rationale", errors)
-    _ensure_stored(annotation)
+    ensure_stored(annotation)
     before = snapshot(annotation)
     fields = {"no_failure": no_failure, "notes": notes}
     if not revising:  # a flag asks for a discussion before there is one
@@ -254,7 +254,7 @@ def annotation_skip(*, annotation: Annotation, actor: AbstractBaseUser, reason: 
         raise AnnotationError("say why you skip this run", {"skip_reason": "empty"})
     if annotation.assignment.study.closed_at is not None:
         raise LockedError(f"{annotation.assignment.study} is closed: its codings no longer change")
-    _ensure_stored(annotation)
+    ensure_stored(annotation)
     before = snapshot(annotation)
     # Only a draft is skipped: a submit from another tab meanwhile wins, and the skip is refused.
     now = timezone.now()

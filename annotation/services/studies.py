@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from activity.services import record
 from taxonomy.models import Codebook
+from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
 from trajectories.models import Run
 from trajectories.selectors import paired_concurrent_runs
 
@@ -50,6 +51,7 @@ def study_create(
     run_ids: list[int] | None = None,
     seed: int = 0,
     coders_per_run: int = 2,
+    hint_policy: str = DEFAULT_HINT_POLICY,
     user: AbstractBaseUser | None = None,
 ) -> Study:
     """A study of N ≥ 2 annotators, k of them per run (2 ≤ k ≤ N), on a frozen codebook, over the
@@ -61,17 +63,23 @@ def study_create(
     if not codebook.is_frozen:
         raise AnnotationError(f"{codebook} is a draft: freeze it before a study pins it", {"codebook": "not frozen"})
     _check_design(annotators=annotators, adjudicator=adjudicator, coders_per_run=coders_per_run)
+    if hint_policy not in HINT_POLICIES:
+        known = ", ".join(HINT_POLICIES)
+        raise AnnotationError(
+            f"hint policy must be one of {known}, not {hint_policy[:40]!r}", {"hint_policy": "unknown"}
+        )
     if Study.objects.filter(name=name).exists():
         raise AnnotationError(f"a study named {name!r} exists", {"name": "taken"})
     if run_ids is not None:
         _check_runs(study=None, run_ids=run_ids)
     study = Study.objects.create(name=name, codebook=codebook, adjudicator=adjudicator, seed=seed,
-                                 coders_per_run=coders_per_run, created_by=user)  # fmt: skip
+                                 coders_per_run=coders_per_run, hint_policy=hint_policy, created_by=user)  # fmt: skip
     study.annotators.set(annotators)
     study.runs.set(run_ids if run_ids is not None else list(paired_concurrent_runs().values_list("pk", flat=True)))
     record("study.create", f"study {name!r} created on {codebook}", actor=user, study_id=study.pk,
            codebook_id=codebook.pk, seed=seed, runs=study.runs.count(), adjudicator=adjudicator.get_username(),
-           annotators=sorted(a.get_username() for a in annotators), coders_per_run=coders_per_run)  # fmt: skip
+           annotators=sorted(a.get_username() for a in annotators), coders_per_run=coders_per_run,
+           hint_policy=hint_policy)  # fmt: skip
     statistics_changed(study_id=study.pk)  # RQ1 has its figures before anything is coded
     return study
 

@@ -4,6 +4,7 @@ autosave, submit and revise targets."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +21,9 @@ from ..errors import AnnotationError, ConflictError, LockedError
 from ..forms import parse_annotation_form
 from ..models import Assignment, Discussion, Study
 from ..selectors import queue as selectors
+from ..selectors.hints import coding_hints
 from ..services.coding import anchor_problems, annotation_revise, annotation_save, annotation_skip, annotation_submit
+from ..services.hints import HintsHiddenError, annotation_hints_show
 
 
 def _own(request: HtmxHttpRequest, assignment_id: int) -> Assignment:
@@ -99,6 +102,7 @@ def annotate(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
         "cards": [(node.code, _instances(labels.get(node.code.pk, [None]))) for node in modes],
         "all_codes": [node.code for node in modes],
         "position": selectors.queue_position(user=request.user, assignment=assignment),
+        "hints": coding_hints(user=request.user, assignment=assignment, annotation=annotation),
         **pair_sides(assignment.run),
     }
     return render(request, "annotation/annotate.html", context)
@@ -252,3 +256,26 @@ def revise(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     return _apply(request, annotation, write, discussion=discussion) or _saved(
         request, assignment, annotation, discussion
     )
+
+
+@require_POST
+def hints(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
+    """Show the hints of the run being coded (and record it the first time): the panel in place, or
+    the page again. 403 while the study (or another study of this annotator's on the pair) hides them."""
+    assignment = _own(request, assignment_id)
+    annotation = selectors.annotation_for(assignment=assignment)
+    try:
+        annotation_hints_show(annotation=annotation, actor=request.user)
+    except HintsHiddenError as exc:
+        raise PermissionDenied(str(exc)) from exc
+    if not request.htmx:
+        return redirect(reverse("annotation:annotate", args=[assignment.pk]) + "#hints")
+    # "cite" where the page can take it: a draft, or a revision during the run's open discussion
+    discussion = Discussion.objects.filter(study=assignment.study, run=assignment.run).first()
+    revising = discussion is not None and discussion.status == Discussion.Status.OPEN
+    context = {
+        "assignment": assignment,
+        "hints": coding_hints(user=request.user, assignment=assignment, annotation=annotation),
+        "citable": not annotation.is_submitted or revising,
+    }
+    return render(request, "annotation/partials/hints.html", context)

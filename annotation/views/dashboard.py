@@ -170,7 +170,7 @@ def helped_pair_tag(request: HtmxHttpRequest, study_id: int, run_id: int) -> Htt
 
 @require_http_methods(["GET", "POST"])
 def analysis_settings(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
-    """The study's analysis settings (κ's code universe, RQ4's rules and mechanism tags): for its
+    """The study's analysis settings (κ's code universe, RQ4's rules and mechanism tags, the hint policy): for its
     adjudicator and admins. A refused value names its field and nothing is stored (422)."""
     study = lead_study(request.user, study_id)
     form = AnalysisSettingsForm.for_study(study, request.POST if request.method == "POST" else None)
@@ -178,13 +178,15 @@ def analysis_settings(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         data = form.cleaned_data
         try:
             changed = study_analysis_update(study=study, kappa_universe=data["kappa_universe"], rules=data["rules"],
-                                            tags=data["tags"], actor=request.user)  # fmt: skip
+                                            tags=data["tags"], hint_policy=data["hint_policy"] or None,
+                                            actor=request.user)  # fmt: skip
         except SettingsError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
-            names = {"kappa_universe": "κ's code universe", "rq4_rules": "RQ4's rules", "mechanisms": "mechanism tags"}
+            names = {"kappa_universe": "κ's code universe", "rq4_rules": "RQ4's rules", "mechanisms": "mechanism tags",
+                     "hint_policy": "the hint policy"}  # fmt: skip
             said = ", ".join(names[name] for name in changed)
-            if set(changed) - {"mechanisms"}:
+            if set(changed) - {"mechanisms", "hint_policy"}:
                 messages.success(
                     request, f"Saved: {said}. The statistics are recomputed: this page says when they land."
                 )

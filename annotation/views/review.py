@@ -19,6 +19,7 @@ from ..forms import RULING_INPUTS, parse_ruling_form
 from ..models import Discussion
 from ..selectors import review as selectors
 from ..selectors import suggestions as suggestion_selectors
+from ..selectors.hints import review_hints
 from ..services import review as flow
 
 
@@ -58,6 +59,7 @@ def discussion_detail(request: HtmxHttpRequest, discussion_id: int) -> HttpRespo
         "comments": discussion.comments.select_related("author"),
         "is_participant": request.user.pk in selectors.participants(discussion),
         "my_assignment": discussion.study.assignments.filter(run_id=discussion.run_id, annotator=request.user).first(),
+        "hints": review_hints(user=request.user, run=discussion.run, codebook=discussion.study.codebook),
     }
     template = "annotation/discussion_detail.html#comments" if request.htmx else "annotation/discussion_detail.html"
     return render(request, template, context)
@@ -154,6 +156,7 @@ def adjudicate(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
         "posted": {"no_failure": request.POST.get("no_failure") == "on", "note": request.POST.get("note", "")},
         "error": error,
         "errors": errors,
+        "hints": review_hints(user=request.user, run=discussion.run, codebook=discussion.study.codebook),
         **pair_sides(discussion.run),
     }
     return render(request, "annotation/adjudicate.html", context, status=status)

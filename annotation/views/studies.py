@@ -75,7 +75,7 @@ def study_new(request: HtmxHttpRequest) -> HttpResponse:
                 study = services.study_create(
                     name=data["name"], codebook=data["codebook"], annotators=list(data["annotators"]),
                     adjudicator=data["adjudicator"], run_ids=run_ids, seed=data["seed"],
-                    coders_per_run=data["coders_per_run"], user=request.user,
+                    coders_per_run=data["coders_per_run"], hint_policy=data["hint_policy"], user=request.user,
                 )  # fmt: skip
                 made = services.study_assign(study=study) if data["assign_now"] else 0
         except AnnotationError as exc:

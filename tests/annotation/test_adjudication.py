@@ -158,14 +158,14 @@ def test_the_page_keeps_a_fixed_number_of_queries(study, codebook, adjudicator, 
     large, _, _ = escalated(study, codebook, run=runs[1], lossy_episodes=4, comments=6)
     client = client_for(adjudicator)
     client.get(f"/annotate/adjudication/{small.pk}/")
-    for discussion in (small, large):  # +1: the run's prediction by the study's suggestions model (none here)
-        with django_assert_num_queries(16):
+    for discussion in (small, large):  # +1: the run's prediction (none here); +4: the hints rule, hits, anchors, names
+        with django_assert_num_queries(20):
             assert client.get(f"/annotate/adjudication/{discussion.pk}/").status_code == 200
     lossy = mode_code(codebook, "lossy-handoff")
     for discussion in (small, large):  # read-only once final: the final labels, no ruling form
         flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(lossy.pk, "r")])
     for discussion in (small, large):
-        with django_assert_num_queries(18):
+        with django_assert_num_queries(22):
             assert client.get(f"/annotate/adjudication/{discussion.pk}/").status_code == 200
 
 
@@ -321,10 +321,10 @@ def test_the_discussion_page_keeps_a_fixed_number_of_queries(study, codebook, ad
         flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(lossy.pk, "r")])
     client = client_for(a.annotator)
     client.get(f"/annotate/discussions/{large.pk}/")
-    with django_assert_num_queries(15):
+    with django_assert_num_queries(16):  # +1: the hints rule (not shown on the coding page yet: no hits read)
         assert client.get(f"/annotate/discussions/{large.pk}/").status_code == 200
     client = client_for(adjudicator)
     client.get(f"/annotate/discussions/{small.pk}/")
-    for discussion in (small, large):
-        with django_assert_num_queries(15):
+    for discussion in (small, large):  # +4: the hints rule, the hits, their events' anchors, the modes' names
+        with django_assert_num_queries(19):
             assert client.get(f"/annotate/discussions/{discussion.pk}/").status_code == 200

@@ -218,3 +218,34 @@ def test_a_save_the_server_fails_is_said_and_nothing_typed_is_lost(page, live_se
     page.unroute("**/save/")
     page.keyboard.type(" Again.")  # the next change saves
     wait_until_saved(page)
+
+
+def test_show_the_hints_and_cite_one_of_their_events(page, live_server, study, trio):  # noqa: F811
+    """Under `always`: the panel offers the hints, one click shows them in place (recorded), and a hint's
+    "cite" adds its event to the episode being written, as the events list's "cite" does."""
+    from annotation.models import Study
+
+    Study.objects.filter(pk=study.pk).update(hint_policy="always")
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    page.wait_for_load_state()
+    assignment_id = int(page.url.rstrip("/").split("/")[-1])
+    expect(page.locator("#hints")).not_to_contain_text("unisolated_workspace_writes")
+    page.locator("#show-hints").click()
+    expect(page.locator("#hints .hint-list")).to_contain_text("unisolated_workspace_writes")
+    page.keyboard.press("/")
+    page.keyboard.type("unisolated")
+    page.keyboard.press("Enter")
+    page.locator("#hints .cite").first.click()
+    evidence = page.locator("fieldset.label-card:not([hidden]) textarea[data-role=evidence]")
+    assert evidence.input_value() == page.locator("#hints .cite").first.get_attribute("data-anchor")
+    cited = evidence.input_value()
+    wait_until_saved(page)
+    for _ in range(100):  # the pick saved first; the cite's own save lands a moment later
+        labels = list(Annotation.objects.get(assignment_id=assignment_id).labels.all())
+        if labels and labels[0].evidence == [cited]:
+            break
+        page.wait_for_timeout(100)
+    annotation = Annotation.objects.get(assignment_id=assignment_id)
+    assert annotation.hints_seen_at is not None and annotation.labels.get().evidence == [cited]

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotation.errors import AnnotationError
 from annotation.services.studies import study_create
 from taxonomy.models import Codebook
+from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
 
 
 class Command(BaseCommand):
@@ -22,6 +23,12 @@ class Command(BaseCommand):
         parser.add_argument("--coders-per-run", type=int, default=2, help="k: how many annotators code each run.")
         parser.add_argument("--adjudicator", required=True)
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--hint-policy",
+            choices=list(HINT_POLICIES),
+            default=DEFAULT_HINT_POLICY,
+            help="When annotators see the failure-signature hints of a run (default: after their first submission).",
+        )
 
     def handle(self, *args, **options) -> None:
         User = get_user_model()
@@ -48,6 +55,7 @@ class Command(BaseCommand):
                 adjudicator=adjudicator,
                 seed=options["seed"],
                 coders_per_run=options["coders_per_run"],
+                hint_policy=options["hint_policy"],
             )
         except AnnotationError as exc:
             raise CommandError(str(exc)) from exc
