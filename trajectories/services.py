@@ -33,6 +33,7 @@ from . import archives, signatures
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
 from .formats.records import FormatError, RunSource
 from .models import AgentContext, Event, ImportBatch, Run, SignatureHit
+from .signals import signatures_replaced
 from .writer import NOTE_MAX, Lookups, new_run, signature_hit_rows, store_files, store_run
 
 DUPLICATE_MESSAGE = "already imported (same content)"
@@ -346,10 +347,10 @@ def import_batch_run(*, batch_id: int) -> ImportBatch:
 
 def run_signatures_store(*, run_ids: list[int]) -> int:
     """Detect the signatures of these runs from their stored agents and events and replace their
-        stored hits (idempotent): what `detect_signatures` runs. Two queries read the runs' agents and
+    stored hits (idempotent): what `detect_signatures` runs. Two queries read the runs' agents and
     events, and a few write, however many runs (the importer stores a new run's hits itself, from
-    the rows it has just written: writer.store_run).
-        Returns the number of hits stored."""
+    the rows it has just written: writer.store_run). Sends `signals.signatures_replaced`.
+    Returns the number of hits stored."""
     if not run_ids:
         return 0
     agents: dict[int, list[dict]] = {pk: [] for pk in run_ids}
@@ -380,4 +381,5 @@ def run_signatures_store(*, run_ids: list[int]) -> int:
         SignatureHit.objects.bulk_create(hits, batch_size=500)
         for note, pks in notes.items():
             Run.objects.filter(pk__in=pks).update(signatures_version=signatures.DETECTOR_VERSION, signatures_note=note)
+        signatures_replaced.send(sender=Run, run_ids=list(run_ids))
     return len(hits)

@@ -17,6 +17,7 @@ from sklearn.metrics import precision_score, recall_score
 
 from annotation.models import Assignment, FinalCoding
 from annotation.selectors.signatures import signature_evaluation
+from annotation.selectors.statistics import stored_statistics
 from annotation.services.statistics import statistics_refresh
 from annotation.services.studies import study_assign, study_create
 from annotation.stats.signature_eval import COLUMNS, RunSignatures, evaluate_signatures, evaluation_rows
@@ -241,6 +242,20 @@ def test_the_dashboard_shows_the_stored_table_to_the_studys_lead(judged, adjudic
 
 
 @pytest.mark.django_db
+def test_recomputed_hits_make_the_studys_stored_figures_not_current(judged):
+    statistics_refresh(study_id=judged.pk)
+    assert stored_statistics(judged).current
+    run = judged.runs.order_by("pk").first()
+    twin = Run.objects.get(task=run.task, agent=run.agent, mode="sequential")  # in no study
+    call_command("detect_signatures", "--run", str(twin.pk))
+    assert stored_statistics(judged).current
+    call_command("detect_signatures", "--run", str(run.pk))
+    assert not stored_statistics(judged).current  # the dashboard says so; the worker recomputes them
+    statistics_refresh(study_id=judged.pk)
+    figures = stored_statistics(judged).payload["signatures"]
+    assert figures == json.loads(json.dumps(signature_evaluation(study=judged), default=str))
+
+
 def test_the_csv_export_streams_the_stored_rows_or_computes_them(judged, adjudicator):
     client = client_for(adjudicator)
     url = f"/annotate/studies/{judged.pk}/export/signatures.csv"

@@ -1,0 +1,13 @@
+"""What the annotation app does when the apps it builds on announce a change (connected in apps.py)."""
+
+from __future__ import annotations
+
+from .models import Study
+from .services.statistics import statistics_changed
+
+
+def statistics_follow_signatures(sender, run_ids: list[int], **kwargs) -> None:
+    """Hits of some runs were recomputed: the signature figures of every study holding them are no
+    longer current (the worker recomputes them; the dashboard says so until it has)."""
+    for study_id in Study.objects.filter(runs__in=run_ids).values_list("pk", flat=True).distinct():
+        statistics_changed(study_id=study_id)
