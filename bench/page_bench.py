@@ -16,25 +16,14 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-scratch = tempfile.mkdtemp(prefix="parallax-page-bench-")
-os.environ.update(
-    DEBUG="0",
-    SECRET_KEY="bench-" + "x" * 50,
-    DJANGO_SETTINGS_MODULE="config.settings",
-    DATABASE_URL=os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{scratch}/db.sqlite3",
-    ALLOWED_HOSTS="testserver",
-    SECURE_SSL_REDIRECT="0",
-)
+from bench.django_env import setup_django  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+setup_django("parallax-page-bench-")
 
 from django.contrib.auth.models import Group, User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
