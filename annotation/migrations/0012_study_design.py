@@ -51,6 +51,18 @@ def drop_slot_within_k(apps, schema_editor):
             schema_editor.execute(f"DROP TRIGGER IF EXISTS annotation_assignment_slot_within_k_{when};")
 
 
+# A later migration that makes SQLite rebuild annotation_study (0013, 0015, 0016) runs these around the
+# rebuild: SQLite cannot rename the rebuilt table while these triggers name it. PostgreSQL's trigger
+# finds the table at run time: nothing to do there.
+def sqlite_triggers_off(apps, schema_editor):
+    if schema_editor.connection.vendor == "sqlite":
+        drop_slot_within_k(apps, schema_editor)
+
+
+def sqlite_triggers_on(apps, schema_editor):
+    if schema_editor.connection.vendor == "sqlite":
+        slot_within_k(apps, schema_editor)
+
 class Migration(migrations.Migration):
 
     dependencies = [

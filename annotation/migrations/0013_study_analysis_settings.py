@@ -4,20 +4,9 @@ import importlib
 
 from django.db import migrations, models
 
-# SQLite rebuilds annotation_study to add a NOT NULL column, and a rebuild cannot rename the new table
-# while 0012's triggers on annotation_assignment name annotation_study: drop them around the rebuild
-# and put them back as they were (PostgreSQL's trigger finds the table at run time: nothing to do).
+# SQLite rebuilds annotation_study to add a NOT NULL column: 0012's triggers go off around the rebuild
+# and come back as they were (0012_study_design.sqlite_triggers_off/on).
 _design = importlib.import_module("annotation.migrations.0012_study_design")
-
-
-def sqlite_triggers_off(apps, schema_editor):
-    if schema_editor.connection.vendor == "sqlite":
-        _design.drop_slot_within_k(apps, schema_editor)
-
-
-def sqlite_triggers_on(apps, schema_editor):
-    if schema_editor.connection.vendor == "sqlite":
-        _design.slot_within_k(apps, schema_editor)
 
 
 class Migration(migrations.Migration):
@@ -27,7 +16,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(sqlite_triggers_off, sqlite_triggers_on),
+        migrations.RunPython(_design.sqlite_triggers_off, _design.sqlite_triggers_on),
         migrations.AddField(
             model_name='study',
             name='kappa_universe',
@@ -47,5 +36,5 @@ class Migration(migrations.Migration):
             model_name='study',
             constraint=models.CheckConstraint(condition=models.Q(('kappa_universe__in', ['codebook', 'observed'])), name='study_kappa_universe_known'),
         ),
-        migrations.RunPython(sqlite_triggers_on, sqlite_triggers_off),
+        migrations.RunPython(_design.sqlite_triggers_on, _design.sqlite_triggers_off),
     ]

@@ -6,20 +6,9 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-# SQLite rebuilds annotation_study to add a NOT NULL column, and a rebuild cannot rename the new table
-# while 0012's triggers on annotation_assignment name annotation_study: drop them around the rebuild
-# and put them back as they were (as 0013 does; PostgreSQL's trigger finds the table at run time).
+# SQLite rebuilds annotation_study to add a NOT NULL column: 0012's triggers go off around the rebuild
+# and come back as they were (0012_study_design.sqlite_triggers_off/on).
 _design = importlib.import_module("annotation.migrations.0012_study_design")
-
-
-def sqlite_triggers_off(apps, schema_editor):
-    if schema_editor.connection.vendor == "sqlite":
-        _design.drop_slot_within_k(apps, schema_editor)
-
-
-def sqlite_triggers_on(apps, schema_editor):
-    if schema_editor.connection.vendor == "sqlite":
-        _design.slot_within_k(apps, schema_editor)
 
 
 class Migration(migrations.Migration):
@@ -31,13 +20,13 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(sqlite_triggers_off, sqlite_triggers_on),
+        migrations.RunPython(_design.sqlite_triggers_off, _design.sqlite_triggers_on),
         migrations.AddField(
             model_name='study',
             name='queue_by_uncertainty',
             field=models.BooleanField(default=False, help_text="Annotators' untouched runs are ordered by the suggestions model's uncertainty, most uncertain first (docs/suggestions.md); annotators see only the order, never the model."),
         ),
-        migrations.RunPython(sqlite_triggers_on, sqlite_triggers_off),
+        migrations.RunPython(_design.sqlite_triggers_on, _design.sqlite_triggers_off),
         migrations.CreateModel(
             name='SuggestionModel',
             fields=[
