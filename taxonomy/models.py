@@ -11,36 +11,34 @@ from django.conf import settings
 from django.db import models
 
 
-class CodebookQuerySet(models.QuerySet):
-    """Bulk writes skip `save`/`delete`: they refuse when they would touch a frozen codebook."""
+class FrozenGuardQuerySet(models.QuerySet):
+    """Bulk writes skip `save`/`delete`: they refuse when they would touch a frozen codebook
+    (`_refuse_frozen` says which rows would)."""
 
+    def _refuse_frozen(self, verb: str) -> None:
+        raise NotImplementedError
+
+    def update(self, **kwargs) -> int:
+        self._refuse_frozen("changed")
+        return super().update(**kwargs)
+
+    def delete(self):
+        self._refuse_frozen("deleted")
+        return super().delete()
+
+
+class CodebookQuerySet(FrozenGuardQuerySet):
     def _refuse_frozen(self, verb: str) -> None:
         frozen = self.filter(status=Codebook.Status.FROZEN).first()
         if frozen is not None:
             raise FrozenCodebookError(f"{frozen} is frozen: a published codebook is never {verb}")
 
-    def update(self, **kwargs) -> int:
-        self._refuse_frozen("changed")
-        return super().update(**kwargs)
 
-    def delete(self):
-        self._refuse_frozen("deleted")
-        return super().delete()
-
-
-class CodeQuerySet(models.QuerySet):
+class CodeQuerySet(FrozenGuardQuerySet):
     def _refuse_frozen(self, verb: str) -> None:
         frozen = self.filter(codebook__status=Codebook.Status.FROZEN).select_related("codebook").first()
         if frozen is not None:
             raise FrozenCodebookError(f"{frozen.codebook} is frozen; its codes are never {verb}")
-
-    def update(self, **kwargs) -> int:
-        self._refuse_frozen("changed")
-        return super().update(**kwargs)
-
-    def delete(self):
-        self._refuse_frozen("deleted")
-        return super().delete()
 
 
 class Codebook(models.Model):
