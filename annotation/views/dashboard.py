@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.roles import ADJUDICATOR, has_role, is_admin
 from config.htmx import HtmxHttpRequest
-from config.responses import invalid_parameter
+from config.responses import invalid_parameter, reload_page
 from trajectories.exports import csv_lines
 
 from ..access import lead_study
@@ -96,9 +96,7 @@ def statistics_status(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     if shown is not None and not (shown.isascii() and shown.lstrip("-").isdigit()):
         return invalid_parameter(request, f"'shown' must be a version number, got {shown[:40]!r}")
     if shown is not None and stored.statistics is not None and stored.statistics.version > int(shown):
-        response = HttpResponse(status=204)
-        response["HX-Refresh"] = "true"
-        return response
+        return reload_page()
     return render(request, "annotation/partials/statistics_status.html", {"study": study, "stored": stored})
 
 

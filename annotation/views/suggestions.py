@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from config.htmx import HtmxHttpRequest
-from config.responses import invalid_parameter
+from config.responses import invalid_parameter, reload_page
 from taxonomy.models import Code
 
 from ..access import lead_study
@@ -101,9 +101,7 @@ def suggestions_status(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     if latest is None:
         return invalid_parameter(request, f"'model': no model {raw} of this study")
     if latest.is_finished:
-        response = HttpResponse(status=204)
-        response["HX-Refresh"] = "true"
-        return response
+        return reload_page()
     return render(request, "annotation/suggestions.html#status", {"study": study, "latest": latest})
 
 
