@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from annotation.models import FinalCoding, Study
+from annotation.management.studies import study_from_ref
+from annotation.models import FinalCoding
 from annotation.selectors.published import published_record_text
 
 
@@ -19,10 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, required=True)
 
     def handle(self, *args, **options) -> None:
-        ref = options["study"]
-        study = Study.objects.filter(**({"pk": int(ref)} if ref.isdigit() else {"name": ref})).first()
-        if study is None:
-            raise CommandError(f"no study {ref!r}")
+        study = study_from_ref(options["study"])
         finals = FinalCoding.objects.filter(study=study).select_related("run__task__benchmark", "run__agent")
         written = 0
         for final in finals.order_by("run_id"):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.models import Study
+from annotation.management.studies import study_from_ref
 from annotation.selectors.bundle import study_bundle
 
 
@@ -19,10 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, required=True, help="The zip file to write.")
 
     def handle(self, *args, **options) -> None:
-        ref = options["study"]
-        study = Study.objects.filter(**({"pk": int(ref)} if ref.isdigit() else {"name": ref})).first()
-        if study is None:
-            raise CommandError(f"no study {ref!r}")
+        study = study_from_ref(options["study"])
         out: Path = options["out"]
         try:
             out.write_bytes(study_bundle(study))
