@@ -39,14 +39,23 @@ def artifact_kind(relative: str) -> str | None:
     return None
 
 
-def cell_artifacts(cell_dir: Path) -> list[Path]:
-    """The artifact files of one study cell, in path order."""
+# Folders under `cell/evaluation/` that hold the harness's copies of the agent's home: the same logs
+# as under `agent/`, not kept twice.
+HOME_COPIES = frozenset({"agent", ".claude", ".codex", ".kimi", "home"})
+
+
+def cell_files(cell_dir: Path) -> list[Path]:
+    """Every file of one study cell that an anchor may cite, in path order: the cell's record, its
+    artifacts and official evaluation, and every file of the agent's home (logs, workflow scripts,
+    state, the agent's own log). Left out: symlinks, and the agent homes the harness copied again
+    under `cell/evaluation/`."""
     found = []
     for path in sorted(cell_dir.rglob("*")):
         if path.is_file() and not path.is_symlink():
-            relative = path.relative_to(cell_dir).as_posix()
-            if not relative.startswith("agent/") and artifact_kind(relative):
-                found.append(path)
+            parts = path.relative_to(cell_dir).parts
+            if parts[:2] == ("cell", "evaluation") and HOME_COPIES.intersection(parts[2:-1]):
+                continue
+            found.append(path)
     return found
 
 

@@ -186,11 +186,22 @@ class AgentContext(models.Model):
     source_file = models.CharField(
         max_length=1000, blank=True, default="", help_text="The file its events were read from (a RunFile path)."
     )
+    # An agent of a workflow (Claude Code): a workflow runs its agents in named slots, and a slot that
+    # stalls or fails is started again under a new agent id, so each attempt is an agent of its own.
+    workflow = models.CharField(max_length=255, blank=True, default="", help_text="The workflow's run id, if any.")
+    slot = models.CharField(max_length=255, blank=True, default="", help_text="The workflow slot it fills.")
+    attempt = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Which attempt of its slot (1-based).")
+    attempts = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Attempts its slot had in all.")
 
     class Meta:
         ordering = ["run", "position"]
         constraints = [
             models.UniqueConstraint(fields=["run", "external_id"], name="context_unique_per_run"),
+            models.CheckConstraint(
+                condition=Q(attempt__isnull=True)
+                | (Q(attempt__gte=1) & (Q(attempts__isnull=True) | Q(attempt__lte=models.F("attempts")))),
+                name="context_attempt_within_attempts",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -201,6 +212,10 @@ class AgentContext(models.Model):
         if self.started_at and self.ended_at:
             return (self.ended_at - self.started_at).total_seconds()
         return None
+
+    @property
+    def retried(self) -> bool:
+        return bool(self.attempts and self.attempts > 1)
 
 
 class Event(models.Model):

@@ -251,8 +251,27 @@ def artifact_digest(kind: str, content: str) -> dict:
     return {}
 
 
-def run_logs(*, run: Run) -> list[RunFile]:
-    return list(RunFile.objects.filter(run=run, kind=RunFile.Kind.LOG).order_by("path"))
+LOG_WINDOW = 3  # lines shown before and after the cited ones
+LOG_HEAD = 200  # lines shown of a log opened at no line
+CONTEXT_LINE_CHARS = 2000  # a line around the cited ones is cut here; the cited ones are shown whole
+
+
+def log_lines(*, file: RunFile, start: int | None, end: int | None) -> list[tuple[int, str, bool]]:
+    """Raw lines of a stored log as (number, text, cited): the cited lines with a few around them,
+    or the log's first lines when none is cited. A line past the text kept of a cut log is absent."""
+    lines = file.content.splitlines()
+    if start is None:
+        first, last = 1, min(len(lines), LOG_HEAD)
+    else:
+        first, last = max(1, start - LOG_WINDOW), min(len(lines), (end or start) + LOG_WINDOW)
+    shown = []
+    for number in range(first, last + 1):
+        cited = start is not None and start <= number <= (end or start)
+        text = lines[number - 1]
+        if not cited and len(text) > CONTEXT_LINE_CHARS:
+            text = text[:CONTEXT_LINE_CHARS] + f" … [{len(text) - CONTEXT_LINE_CHARS:,} more characters]"
+        shown.append((number, text, cited))
+    return shown
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-DETECTOR_VERSION = 1
+DETECTOR_VERSION = 2  # 2: spawns name workflows and several agents ("a,b")
 
 # Thresholds (docs/signatures.md says why each is what it is).
 IDLE_GAP_S = 20.0  # a stretch without own work shorter than this is thinking time, not idling
@@ -68,6 +68,7 @@ class Agent:
     ended_at: datetime | None = None
     status: str = ""
     position: int = 0
+    workflow: str = ""  # the workflow (its run id) the agent ran in, if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +171,11 @@ class TraceBuilder:
         return Trace(agents, tuple(rows), work, dict(self.actions), dict(self.last), self.n)
 
 
+def targets(event: Event) -> list[str]:
+    """The agents (or workflow) an event names: one call may start or join several ("a,b")."""
+    return [t for t in event.target.split(",") if t] if event.target else []
+
+
 def trace_from_rows(agents: Iterable[Mapping], events: Iterable[Mapping]) -> Trace:
     """The one place where stored rows (or parsed records as dicts) become a Trace.
 
@@ -186,6 +192,7 @@ def trace_from_rows(agents: Iterable[Mapping], events: Iterable[Mapping]) -> Tra
             ended_at=a.get("ended_at"),
             status=str(a.get("status") or ""),
             position=int(a.get("position") or 0),
+            workflow=str(a.get("workflow") or ""),
         )
         for a in agents
     ]
@@ -431,7 +438,7 @@ def unfinished_children(trace: Trace) -> list[Hit]:
     if finish is None:
         return hits
     finished_at, closing = finish
-    joined = {e.target for e in trace.events if e.kind == JOIN and e.target}
+    joined = {target for e in trace.events if e.kind == JOIN for target in targets(e)}
     records_joins = bool(joined)
     for child in trace.subs:
         span = spans.get(child.id)
@@ -527,10 +534,11 @@ def parent_idle_wait(trace: Trace) -> list[Hit]:
 def fanout_budget(trace: Trace) -> list[Hit]:
     """Spawns that produced no child, many children with tiny briefs, or one child doing most of
     the work."""
-    ids = {a.id for a in trace.agents}
+    # What a spawn may name: an agent, or a workflow whose agents ran.
+    ids = {a.id for a in trace.agents} | {a.workflow for a in trace.agents if a.workflow}
     by_agent = _by_agent(trace)
     hits = []
-    refused = [e for e in trace.events if e.kind == SPAWN and e.target and e.target not in ids]
+    refused = [e for e in trace.events if e.kind == SPAWN and any(t not in ids for t in targets(e))]
     if refused:
         hits.append(
             Hit(

@@ -49,6 +49,9 @@ CONTEXT_ID_MAX = _max(AgentContext, "external_id")
 # Free-text tokens from native logs are cut to their column rather than refused.
 STATUS_MAX = _max(AgentContext, "status")
 SOURCE_FILE_MAX = _max(AgentContext, "source_file")  # RunFile paths are checked as stored
+WORKFLOW_MAX = _max(AgentContext, "workflow")
+SLOT_MAX = _max(AgentContext, "slot")
+ATTEMPT_MAX = 32767  # PositiveSmallIntegerField
 TOOL_MAX = _max(Event, "tool")
 TARGET_MAX = _max(Event, "target")
 SOURCE_NAME_MAX = _max(Run, "source_name")
@@ -87,6 +90,10 @@ class CheckedContext:
     depth: int
     position: int
     source_file: str
+    workflow: str = ""
+    slot: str = ""
+    attempt: int | None = None
+    attempts: int | None = None
 
 
 @dataclass
@@ -177,7 +184,8 @@ class RunCheck:
             self.contexts[record.id] = _Seen(record=record, position=len(self.contexts))
             return
         # A later announcement fills in what the first did not know (end time, status …).
-        for attr in ("label", "started_at", "ended_at", "status", "parent", "file"):
+        for attr in ("label", "started_at", "ended_at", "status", "parent", "file", "workflow", "slot", "attempt",
+                     "attempts"):  # fmt: skip
             value = getattr(record, attr)
             if value:
                 setattr(known.record, attr, value)
@@ -236,6 +244,14 @@ class RunCheck:
             raise FormatError(
                 f"context {key!r} ends before it starts", file=self.name, line=record.line, field="ended_at"
             )
+        if record.ended_at and seen.last_ts and seen.last_ts > record.ended_at:
+            # An agent is not over while it still writes: its recorded end moves to its last event.
+            self.warnings.append(
+                f"{self.name}: context {key!r} has events after its recorded end "
+                f"({record.ended_at.isoformat()}); its end is its last event's time ({seen.last_ts.isoformat()})"
+            )
+            ended = seen.last_ts
+        attempt, attempts = _attempt(record, key, self.name)
         return CheckedContext(
             key=key,
             parent=record.parent,
@@ -249,6 +265,10 @@ class RunCheck:
             depth=depth,
             position=seen.position,
             source_file=(record.file or self.only_file)[:SOURCE_FILE_MAX],
+            workflow=record.workflow[:WORKFLOW_MAX],
+            slot=record.slot[:SLOT_MAX],
+            attempt=attempt,
+            attempts=attempts,
         )
 
     def _interval(self, context: CheckedContext, run_end: datetime | None) -> tuple[float, float] | None:
@@ -308,6 +328,19 @@ class RunCheck:
         if passed is not None and total is not None and passed > total:
             raise FormatError("tests_passed is larger than tests_total", file=self.name, field="tests_passed")
         return values
+
+
+def _attempt(record: ContextRecord, key: str, name: str) -> tuple[int | None, int | None]:
+    """A context's attempt number and its slot's attempts: 1 ≤ attempt ≤ attempts, when stated."""
+    attempt, attempts = record.attempt, record.attempts
+    for value, label in ((attempt, "attempt"), (attempts, "attempts")):
+        if value is not None and not (isinstance(value, int) and 1 <= value <= ATTEMPT_MAX):
+            raise FormatError(f"context {key!r}: {label} must be a whole number from 1", file=name, field=label)
+    if attempt is not None and attempts is not None and attempt > attempts:
+        raise FormatError(
+            f"context {key!r} is attempt {attempt} of only {attempts}", file=name, line=record.line, field="attempt"
+        )
+    return attempt, attempts
 
 
 def check_header(header: RunHeader, *, name: str) -> None:

@@ -142,7 +142,7 @@ def _line_param(request: HtmxHttpRequest, name: str) -> int | None:
 @require_GET
 def run_file(request: HtmxHttpRequest, run_id: int, file_id: int) -> HttpResponse:
     """One of a run's files, opened at the cited lines: an artifact's text (a patch as a diff),
-    or for a log the events read from those lines."""
+    or for a log the events read from those lines and the lines themselves."""
     run = get_object_or_404(
         visible_runs(request.user, Run.objects.select_related("task__benchmark", "agent")), pk=run_id
     )
@@ -152,6 +152,8 @@ def run_file(request: HtmxHttpRequest, run_id: int, file_id: int) -> HttpRespons
     context = {"run": run, "file": file, "start": start, "end": end}
     if file.kind == RunFile.Kind.LOG:
         context["events"] = selectors.events_at_line(file=file, start=start, end=end) if start else []
+        context["raw_lines"] = selectors.log_lines(file=file, start=start, end=end)
+        context["kept_lines"] = file.content.count("\n") + (bool(file.content) and not file.content.endswith("\n"))
     else:
         context.update(selectors.artifact_digest(file.kind, file.content))
         context["lines"] = list(enumerate(file.content.splitlines(), start=1))

@@ -117,7 +117,7 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
             buffer = []
     checked = check.finish()
     agents = [
-        signatures.Agent(c.key, c.role, c.parent, c.label, c.started_at, c.ended_at, c.status, c.position)
+        signatures.Agent(c.key, c.role, c.parent, c.label, c.started_at, c.ended_at, c.status, c.position, c.workflow)
         for c in checked.contexts
     ]
     detection = signatures.detect(seen.build(agents))
@@ -171,7 +171,12 @@ class _RunRows:
         else:
             new = [seen.record for key, seen in self.check.contexts.items() if key not in ids]
             self.early_contexts += [record.id for record in new]
-            self._insert_contexts([(run_id, None, r.id, r.role, r.label, "", None, None, 0, [], 0, 0, "") for r in new])
+            self._insert_contexts(
+                [
+                    (run_id, None, r.id, r.role, r.label, "", None, None, 0, [], 0, 0, "", "", "", None, None)
+                    for r in new
+                ]
+            )
         if events:
             _write_events(self.conn, run_id, ids, events)
 
@@ -215,8 +220,10 @@ class _RunRows:
 
 
 def store_files(*, run: Run, source: RunSource, log_lines: dict[Path, int | None], limit: int) -> None:
-    """The run's files: its logs by path and length, its cell's artifacts with their text (at
-    most `limit` bytes each; a longer one is kept cut, with a warning on the run)."""
+    """Every file of the run an anchor can cite, with its text (at most `limit` bytes each; a longer
+    one is kept cut, with a warning on the run): its logs — the events read from a line and the line
+    itself — and, for a study cell, every other file of the cell and of the agent's home. A
+    compressed log keeps no text (its lines are its events)."""
     rows: dict[str, RunFile] = {}
     cut = []
     for path in [*log_lines, *source.artifacts]:
@@ -226,12 +233,15 @@ def store_files(*, run: Run, source: RunSource, log_lines: dict[Path, int | None
         if relative in rows:
             continue
         size = path.stat().st_size
-        if path in log_lines:
-            rows[relative] = RunFile(run=run, path=relative, kind=RunFile.Kind.LOG, size=size, n_lines=log_lines[path])
+        if path in log_lines and path.name.endswith(".gz"):
+            rows[relative] = RunFile(run=run, path=relative, kind=RunFile.Kind.LOG, size=size, n_lines=None)
             continue
         text, truncated = read_text(path, limit=limit)
-        n_lines = None if truncated else text.count("\n") + (bool(text) and not text.endswith("\n"))
-        kind = artifact_kind(relative) or RunFile.Kind.OTHER
+        if path in log_lines:
+            kind, n_lines = RunFile.Kind.LOG, log_lines[path]
+        else:
+            kind = artifact_kind(relative) or RunFile.Kind.OTHER
+            n_lines = None if truncated else text.count("\n") + (bool(text) and not text.endswith("\n"))
         rows[relative] = RunFile(
             run=run, path=relative, kind=kind, size=size, n_lines=n_lines, content=text, truncated=truncated
         )
@@ -260,13 +270,18 @@ CONTEXT_COLUMNS = (
     "depth",
     "position",
     "source_file",
+    "workflow",
+    "slot",
+    "attempt",
+    "attempts",
 )
 
 
 def _context_values(c: CheckedContext, run_id: int, ids: dict[str, int]) -> tuple:
     parent_id = ids[c.parent] if c.parent else None
     return (run_id, parent_id, c.key, c.role, c.label, c.status, c.started_at, c.ended_at, c.n_events,
-            c.files_touched, c.depth, c.position, c.source_file)  # fmt: skip
+            c.files_touched, c.depth, c.position, c.source_file, c.workflow, c.slot, c.attempt,
+            c.attempts)  # fmt: skip
 
 
 def _set_final(run: Run, checked: CheckedRun) -> None:

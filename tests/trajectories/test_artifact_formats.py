@@ -37,7 +37,7 @@ def test_a_codex_exec_stream_imports_the_main_threads_items():
     result = Event.objects.get(run=run, kind="tool_result", text__contains="rg: command not found")
     assert result.tool == "shell" and result.source_line == 7
     assert run.shell_calls == 3 and run.subagents_created == 0
-    assert any("nothing is timed" in w for w in run.warnings)
+    assert any("the main agent and its events are not timed" in w for w in run.warnings)
 
 
 def test_a_codex_exec_stream_names_the_sub_agents_the_main_thread_spawned(tmp_path):

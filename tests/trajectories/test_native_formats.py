@@ -44,8 +44,9 @@ def test_claude_code_workflow_subagent_files():
     assert sub.label == "fits-card-subcard-regex-scope / Characterize / characterize"
     assert sub.status == "killed"
     assert sub.n_events == 3  # user prompt, text, Bash call (the attachment line is skipped)
-    # times come from the workflow state: startedAt .. lastProgressAt (ms)
-    assert sub.started_at.isoformat().startswith("2026-08-15T09:36:41.991")
+    # its own transcript's first line starts it; the excerpt's last line (09:36:46) is before the
+    # workflow state's last progress of the agent, which ends it
+    assert sub.started_at.isoformat().startswith("2026-08-15T09:36:41.992")
     assert sub.ended_at.isoformat().startswith("2026-08-15T09:48:28.334")
     assert any("main transcript not in the bundle" in w for w in run.warnings)
 

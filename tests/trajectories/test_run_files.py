@@ -80,7 +80,8 @@ def test_a_cells_artifacts_are_stored_with_its_run(tmp_path):
     status = RunFile.objects.get(run=sequential, path="cell/status.json")
     assert status.kind == "status" and status.n_lines == 354
     log = RunFile.objects.get(run=concurrent, kind="log")
-    assert log.n_lines == 9 and log.content == ""  # logs are kept as events, not text
+    # a log is kept as the events read from it and as its text, so that any line of it opens
+    assert log.n_lines == 9 and log.content == EXEC.read_text()
     # The outcomes come from the study's own records: NL2RepoBench counts, and cell.json's quality.
     assert (concurrent.tests_passed, concurrent.tests_total, concurrent.task_pass) == (96, 96, True)
     assert (sequential.tests_passed, sequential.tests_total) == (96, 96)
@@ -122,7 +123,9 @@ def test_a_log_anchor_opens_the_events_read_from_that_line(tmp_path, browser_cli
     page = browser_client.get(resolved.url).content.decode()
     assert "rg: command not found" in page and "line 7" in page
     empty = browser_client.get(resolved.url.replace("line=7&end=7", "line=2&end=2")).content.decode()
-    assert "No event was read from line 2" in empty  # turn.started: nothing shown
+    assert "No event was read from this line" in empty  # turn.started: no event, but the line itself
+    cited = empty.split('<tr id="L2" class="target">')[1].split("</tr>")[0]
+    assert "{&quot;type&quot;:&quot;turn.started&quot;}" in cited
 
 
 def test_a_patch_is_shown_as_a_diff_and_test_output_as_results(tmp_path, browser_client):

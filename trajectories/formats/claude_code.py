@@ -4,14 +4,15 @@ Two sub-agent layouts are handled:
 * inline sidechains (Claude Code 1.x): sub-agent (Task tool) messages sit in the parent
   file with `isSidechain: true`; each chain rooted at a `parentUuid: null` sidechain line
   is one sub-agent, matched to its Task call by the prompt text;
-* separate files (2.x): `<session>/subagents/**/agent-<id>.jsonl`, one per sub-agent,
-  plus workflow state `<session>/workflows/wf_*.json` that names, times and labels them.
+* separate files (2.x): `<session>/subagents/**/agent-<id>.jsonl`, one per sub-agent; a
+  workflow's agents are read with its state and journal (claude_workflows.py): every attempt of
+  every slot is a sub-agent of its own ("probe:tests · attempt 2 of 3"), in slot order.
 
-Calls are tied to what they started: a `Task`/`Agent` call to the sub-agent whose first prompt is
-the call's prompt (its result is then the parent's `join`), a `Workflow` call to the workflow whose
-run id, task id or name its input or result names. A workflow journal
-(`subagents/workflows/<wf>/journal.jsonl`) that starts the same `key` under a new `agentId` is a
-retry: each attempt stays a sub-agent of its own, labelled "attempt k of n" of its slot.
+Every agent is timed by its own transcript: from the first to the last time any of its lines was
+written (a workflow's last progress of an agent may end it later). Calls are tied to what they
+started: a `Task`/`Agent` call to the sub-agent whose first prompt is the call's prompt (its result
+is then the parent's `join`), a `Workflow` call to the workflow whose run id, task id or name its
+input or result names (the call's target is the workflow's run id, which its agents carry).
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .claude_workflows import plan_workflows
 from .common import (
     clip_text,
     files_from_args,
     first_json_line,
     iter_json_lines,
-    load_json_file,
     open_binary,
     parse_timestamp,
     read_line,
@@ -106,16 +107,43 @@ class ClaudeCodeParser(Parser):
         agent_files = sorted(p for p in extra if p.name.startswith("agent-") and ".jsonl" in p.name)
         workflow_files = sorted(p for p in extra if p.name.startswith("wf_") and p.name.endswith(".json"))
         journals = sorted(p for p in extra if p.name.startswith("journal") and ".jsonl" in p.name)
-        attempts = _journal_attempts(journals, source, warnings)
-        workflow_agents: dict[str, ContextRecord] = {}
+        agent_paths = {_agent_id(path): path for path in agent_files}
         links = _Links()
-        for wf in workflow_files:
-            for ctx in _workflow_contexts(wf, source.display(wf), links.workflows):
-                if ctx.id in attempts:
-                    number, total, _key = attempts[ctx.id]
-                    if total > 1:
-                        ctx.label = f"{ctx.label} · attempt {number} of {total}"
-                workflow_agents[ctx.id] = ctx
+        # A workflow's agents first, slot by slot and attempt by attempt: the timeline's order.
+        workflow_agents: dict[str, ContextRecord] = {}
+        state_ends: dict[str, datetime | None] = {}  # the workflow state's last progress of an agent
+        for workflow in plan_workflows(workflow_files, journals, source, warnings):
+            for name in workflow.names:
+                if len(name) >= 6:
+                    links.workflows[name] = (workflow.run_id, workflow.agent_ids)
+            for slot in workflow.slots:
+                for attempt in slot.attempts:
+                    ctx = ContextRecord(
+                        id=attempt.agent_id,
+                        role=SUB,
+                        parent=MAIN_ID,
+                        label=workflow.label(slot, attempt),
+                        status=attempt.status,
+                        workflow=workflow.run_id,
+                        slot=slot.name,
+                        attempt=attempt.number,
+                        attempts=slot.total,
+                    )
+                    path = agent_paths.get(attempt.agent_id)
+                    if path is not None:
+                        ctx.file = source.relative(path)
+                        state_ends[attempt.agent_id] = attempt.ended_at  # timed by its transcript, below
+                    else:
+                        ctx.started_at, ctx.ended_at = attempt.started_at, attempt.ended_at
+                        warnings.append(
+                            ParseWarning(
+                                f"workflow agent {attempt.agent_id} ({ctx.label}) has no transcript in the bundle"
+                                + ("; timed by the workflow state" if ctx.started_at or ctx.ended_at else "; untimed"),
+                                file=source.name,
+                            )
+                        )
+                    workflow_agents[attempt.agent_id] = ctx
+                    yield ctx
         for path in agent_files:
             agent_id = _agent_id(path)
             if agent_id not in workflow_agents:
@@ -126,29 +154,28 @@ class ClaudeCodeParser(Parser):
             yield from self._main_file(
                 main_file, source.name, totals, warnings, file=source.relative(main_file), links=links
             )
-        emitted: set[str] = set()
         for path in agent_files:
             agent_id = _agent_id(path)
-            base = workflow_agents.get(agent_id) or ContextRecord(
-                id=agent_id, role=SUB, parent=MAIN_ID, label=links.labels.get(agent_id) or f"sub-agent {agent_id}"
-            )
-            base.parent = links.parents.get(agent_id, base.parent)
-            base.file = source.relative(path)
-            yield base
-            emitted.add(agent_id)
-            yield from self._agent_file(path, source.display(path), agent_id, totals, warnings, links=links)
-        for agent_id, ctx in workflow_agents.items():
-            if agent_id not in emitted:
-                # The workflow state names a sub-agent whose transcript is not in the bundle.
-                warnings.append(
-                    ParseWarning(
-                        f"sub-agent {agent_id} has no transcript file; times from workflow state", file=source.name
-                    )
+            if agent_id not in workflow_agents:
+                in_workflow = path.parent.name if path.parent.parent.name == "workflows" else ""
+                label = links.labels.get(agent_id) or (
+                    f"workflow {in_workflow}: agent {agent_id} (its slot is not recorded)"
+                    if in_workflow
+                    else f"sub-agent {agent_id}"
                 )
-                ctx.parent = links.parents.get(agent_id, ctx.parent)
-                yield ctx
+                yield ContextRecord(
+                    id=agent_id,
+                    role=SUB,
+                    parent=links.parents.get(agent_id, MAIN_ID),
+                    label=label,
+                    file=source.relative(path),
+                    workflow=in_workflow,
+                )
+            yield from self._agent_file(
+                path, source.display(path), agent_id, totals, warnings, links=links, state_end=state_ends.get(agent_id)
+            )
         for agent_id, parent in links.parents.items():
-            if agent_id in emitted:  # a call found in a later file: only the parent is new
+            if agent_id in agent_paths or agent_id in workflow_agents:  # the call that started it: its parent
                 yield ContextRecord(id=agent_id, role=SUB, parent=parent)
         yield from warnings
         yield DerivedOutcomes(shell_calls=totals.shell_calls, tokens=totals.tokens or None)
@@ -162,10 +189,15 @@ class ClaudeCodeParser(Parser):
         task_prompts: dict[str, tuple[str, str]] = {}  # prompt text -> (tool_use id, description)
         task_calls: dict[str, str] = {}  # tool_use id -> context id, once known
         sidechains = 0
+        clock = _Clock()  # the main agent's own lines (queued prompts too), not its inline sub-agents'
         for lineno, obj in iter_json_lines(path, display=name, tolerate_truncated_tail=True, warnings=warnings):
-            if not isinstance(obj, dict) or obj.get("type") in SKIP_TYPES:
+            if not isinstance(obj, dict):
                 continue
             ts = _ts(obj, name, lineno)
+            if not obj.get("isSidechain"):
+                clock.saw(ts)
+            if obj.get("type") in SKIP_TYPES:
+                continue
             if obj.get("isSidechain"):
                 parent_uuid = obj.get("parentUuid")
                 ctx_id = chain_owner.get(parent_uuid) if parent_uuid else None
@@ -200,15 +232,33 @@ class ClaudeCodeParser(Parser):
                 elif event.kind == "tool_result":
                     event.target = ""
                 yield event
+        if clock.first is not None:
+            yield ContextRecord(id=MAIN_ID, role=MAIN, started_at=clock.first, ended_at=clock.last)
 
     def _agent_file(
-        self, path: Path, name: str, ctx_id: str, totals: _Totals, warnings: list, *, links: _Links
+        self,
+        path: Path,
+        name: str,
+        ctx_id: str,
+        totals: _Totals,
+        warnings: list,
+        *,
+        links: _Links,
+        state_end: datetime | None = None,
     ) -> Iterator[Record]:
+        """A sub-agent's transcript: its events, then its times by its own clock — the first and
+        last time any of its lines was written (a stalled agent writes no event while it waits);
+        `state_end`, a workflow's last progress of the agent, ends it later if later."""
         seq: dict[str, int] = {}
+        clock = _Clock()
         for lineno, obj in iter_json_lines(path, display=name, tolerate_truncated_tail=True, warnings=warnings):
-            if not isinstance(obj, dict) or obj.get("type") in SKIP_TYPES:
+            if not isinstance(obj, dict):
                 continue
-            for event in _events_of(obj, ctx_id, _ts(obj, name, lineno), lineno, seq, totals):
+            ts = _ts(obj, name, lineno)
+            clock.saw(ts)
+            if obj.get("type") in SKIP_TYPES:
+                continue
+            for event in _events_of(obj, ctx_id, ts, lineno, seq, totals):
                 if links.link(event, obj, ctx_id):
                     pass
                 elif event.kind == "tool_result":
@@ -216,6 +266,25 @@ class ClaudeCodeParser(Parser):
                 elif event.kind == "spawn":
                     event.target = f"task-{event.target}"
                 yield event
+        if clock.first is not None:
+            end = max(clock.last, state_end) if state_end is not None else clock.last
+            yield ContextRecord(id=ctx_id, role=SUB, started_at=clock.first, ended_at=end)
+
+
+class _Clock:
+    """The first and last time seen in a transcript."""
+
+    def __init__(self) -> None:
+        self.first: datetime | None = None
+        self.last: datetime | None = None
+
+    def saw(self, ts: datetime | None) -> None:
+        if ts is None:
+            return
+        if self.first is None or ts < self.first:
+            self.first = ts
+        if self.last is None or ts > self.last:
+            self.last = ts
 
 
 def _events_of(
@@ -335,49 +404,6 @@ def _ts(obj: dict, name: str, lineno: int) -> datetime | None:
     return parse_timestamp(obj.get("timestamp"), file=name, line=lineno)
 
 
-def _workflow_contexts(path: Path, name: str, runs: dict[str, tuple[str, list[str]]]) -> Iterator[ContextRecord]:
-    """The sub-agents a workflow state lists; `runs` learns the workflow's names (run id, task
-    id, workflow name) and its agents, so that the call that launched it can be found."""
-    state = load_json_file(path, display=name)
-    if not isinstance(state, dict):
-        raise FormatError("workflow state must be a JSON object", file=name)
-    workflow = str(state.get("workflowName") or state.get("runId") or path.stem)
-    agents: list[str] = []
-    run_id = str(state.get("runId") or path.stem)
-    for key in ("runId", "taskId", "workflowName"):
-        if isinstance(state.get(key), str) and len(state[key]) >= 6:
-            runs[state[key]] = (run_id, agents)
-    wf_status = str(state.get("status", ""))
-    wf_end = None
-    if isinstance(state.get("startTime"), (int, float)) and isinstance(state.get("durationMs"), (int, float)):
-        wf_end = parse_timestamp(state["startTime"] + state["durationMs"], file=name, field="durationMs")
-    for index, item in enumerate(state.get("workflowProgress") or []):
-        if not isinstance(item, dict) or item.get("type") != "workflow_agent" or not item.get("agentId"):
-            continue
-        field = f"workflowProgress[{index}]"
-        started = parse_timestamp(item.get("startedAt") or item.get("queuedAt"), file=name, field=f"{field}.startedAt")
-        ended = parse_timestamp(
-            item.get("completedAt") or item.get("endedAt") or item.get("lastProgressAt"),
-            file=name,
-            field=f"{field}.lastProgressAt",
-        )
-        state_name = str(item.get("state", ""))
-        status = state_name if state_name not in ("progress", "running", "") else (wf_status or state_name)
-        if ended is None and status in ("killed", "failed", "completed"):
-            ended = wf_end
-        label = " / ".join(x for x in (workflow, str(item.get("phaseTitle") or ""), str(item.get("label") or "")) if x)
-        agents.append(str(item["agentId"]))
-        yield ContextRecord(
-            id=str(item["agentId"]),
-            role=SUB,
-            parent=MAIN_ID,
-            label=label,
-            started_at=started,
-            ended_at=ended,
-            status=status,
-        )
-
-
 def _agent_id(path: Path) -> str:
     """A sub-agent file's id: the `agentId` of its lines, else from `agent-<id>.jsonl`."""
     first = first_json_line(path)
@@ -454,31 +480,3 @@ def _first_prompt(path: Path) -> str:
     except (OSError, EOFError, FormatError):
         return ""
     return ""
-
-
-def _journal_attempts(
-    journals: list[Path], source: RunSource, warnings: list[ParseWarning]
-) -> dict[str, tuple[int, int, str]]:
-    """agent id -> (attempt number, attempts of its slot, slot key), from the workflow journals:
-    the same `key` started again under a new `agentId` is a retry of that slot."""
-    slots: dict[str, list[str]] = {}
-    for journal in journals:
-        name = source.display(journal)
-        for _, obj in iter_json_lines(journal, display=name, tolerate_truncated_tail=True, warnings=warnings):
-            if isinstance(obj, dict) and obj.get("type") == "started" and obj.get("key") and obj.get("agentId"):
-                agents = slots.setdefault(f"{journal.parent.name}:{obj['key']}", [])
-                if obj["agentId"] not in agents:
-                    agents.append(str(obj["agentId"]))
-    attempts = {}
-    for key, agents in slots.items():
-        for number, agent in enumerate(agents, start=1):
-            attempts[agent] = (number, len(agents), key)
-        if len(agents) > 1:
-            warnings.append(
-                ParseWarning(
-                    f"workflow {key.split(':')[0]}: a slot was retried: {len(agents)} attempts "
-                    f"({', '.join(agents)}), each kept as a sub-agent",
-                    file=source.name,
-                )
-            )
-    return attempts

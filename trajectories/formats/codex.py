@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,15 @@ def group_rollouts(paths: list[Path]) -> list[list[ThreadMeta]]:
             meta = by_id[meta.parent_id]
         return meta.thread_id
 
+    def run_of(meta: ThreadMeta) -> str:
+        top = by_id[root_of(meta)]
+        # A thread whose parent is not here still belongs to its session's root (`session_id`), so
+        # that a grandchild whose parent's rollout is missing stays in the run of its siblings.
+        return top.root_id if top.parent_id else top.thread_id
+
     groups: dict[str, list[ThreadMeta]] = {}
     for meta in metas:
-        groups.setdefault(root_of(meta), []).append(meta)
+        groups.setdefault(run_of(meta), []).append(meta)
     return [sorted(g, key=lambda m: (m.thread_id != root, str(m.path))) for root, g in groups.items()]
 
 
@@ -112,16 +119,16 @@ class CodexParser(Parser):
         if not metas:
             raise FormatError("not a Codex rollout: first line is not a session_meta", file=source.name, line=1)
         known = {m.thread_id for m in metas}
-        root = next((m for m in metas if not m.parent_id or m.parent_id not in known), metas[0])
-        header = header_from_defaults(source, fallback_task=root.root_id, agent="Codex")
-        if not header.backbone_model and root.model:
-            header.backbone_model = root.model
+        root = next((m for m in metas if not m.parent_id), None)
+        main_id = root.thread_id if root is not None else metas[0].root_id
+        header = header_from_defaults(source, fallback_task=main_id, agent="Codex")
+        model = (root or metas[0]).model
+        if not header.backbone_model and model:
+            header.backbone_model = model
         yield header
-        main_id = root.thread_id
-        if root.parent_id and root.parent_id not in known:
+        if root is None:
             # Only sub-agent rollouts are here (an excerpt): keep them as sub-agents of an
             # empty main agent rather than promoting a child to main.
-            main_id = root.parent_id
             warnings.append(
                 ParseWarning(
                     f"main thread {main_id} is not in the bundle; its sub-agents are "
@@ -130,40 +137,69 @@ class CodexParser(Parser):
                 )
             )
             yield ContextRecord(id=main_id, role=MAIN, label="main agent (rollout not in bundle)")
-        aliases: dict[str, str] = {}
-        for meta in metas:
-            for alias in (meta.thread_id, meta.nickname, meta.agent_path):
-                if alias:
-                    aliases[alias] = meta.thread_id
-        shell_calls = 0
-        tokens = 0
-        for meta in metas:
-            is_main = meta.thread_id == main_id
-            parent = None if is_main else (meta.parent_id if meta.parent_id in known | {main_id} else main_id)
-            if not is_main and meta.parent_id not in known | {main_id}:
-                warnings.append(
-                    ParseWarning(
-                        f"parent thread {meta.parent_id} of {meta.thread_id} is not in the "
-                        "bundle; attached to the main agent",
-                        file=source.display(meta.path),
-                    )
-                )
-            label = meta.nickname or meta.agent_path or ("main agent" if is_main else meta.thread_id)
-            if meta.nickname and meta.agent_path:
-                label = f"{meta.nickname} ({meta.agent_path})"
-            yield ContextRecord(
-                id=meta.thread_id,
-                role=MAIN if is_main else SUB,
-                parent=parent,
-                label=label,
-                file=source.relative(meta.path),
-            )
-            thread = _ThreadReader(meta, source.display(meta.path), aliases)
-            yield from thread.events(warnings)
-            shell_calls += thread.shell_calls
-            tokens += thread.tokens
+        yield from read_threads(
+            metas, source, main_id=main_id, known=known, warnings=warnings, totals=(totals := _Totals())
+        )
         yield from warnings
-        yield DerivedOutcomes(shell_calls=shell_calls, tokens=tokens or None)
+        yield DerivedOutcomes(shell_calls=totals.shell_calls, tokens=totals.tokens or None)
+
+
+class _Totals:
+    def __init__(self) -> None:
+        self.shell_calls = self.tokens = 0
+
+
+def read_threads(
+    metas: list[ThreadMeta],
+    source: RunSource,
+    *,
+    main_id: str,
+    known: set[str],
+    warnings: list[ParseWarning],
+    totals: _Totals,
+) -> Iterator[Record]:
+    """Every thread's context and events, each timed by its own rollout. A thread whose parent's
+    rollout is missing hangs under that parent, kept as an empty sub-agent of the main agent, so
+    that it stays at its true depth."""
+    aliases: dict[str, str] = {}
+    for meta in metas:
+        for alias in (meta.thread_id, meta.nickname, meta.agent_path):
+            if alias:
+                aliases[alias] = meta.thread_id
+    missing: list[str] = []
+    for meta in metas:
+        is_main = meta.thread_id == main_id
+        parent = None if is_main else (meta.parent_id or main_id)
+        if parent is not None and parent not in known and parent != main_id and parent not in missing:
+            missing.append(parent)
+            warnings.append(
+                ParseWarning(
+                    f"parent thread {parent} of {meta.thread_id} is not in the bundle; kept as an empty "
+                    "sub-agent of the main agent",
+                    file=source.display(meta.path),
+                )
+            )
+            yield ContextRecord(
+                id=parent, role=SUB, parent=main_id, label=f"sub-agent {parent} (rollout not in bundle)"
+            )
+        label = meta.nickname or meta.agent_path or ("main agent" if is_main else meta.thread_id)
+        if meta.nickname and meta.agent_path:
+            label = f"{meta.nickname} ({meta.agent_path})"
+        yield ContextRecord(
+            id=meta.thread_id,
+            role=MAIN if is_main else SUB,
+            parent=parent,
+            label=label,
+            file=source.relative(meta.path),
+        )
+        thread = _ThreadReader(meta, source.display(meta.path), aliases)
+        yield from thread.events(warnings)
+        if thread.first is not None:  # the thread's own clock: its first and last line
+            yield ContextRecord(
+                id=meta.thread_id, role=MAIN if is_main else SUB, started_at=thread.first, ended_at=thread.last
+            )
+        totals.shell_calls += thread.shell_calls
+        totals.tokens += thread.tokens
 
 
 class _ThreadReader:
@@ -175,6 +211,8 @@ class _ThreadReader:
         self.shell_calls = 0
         self.tokens = 0
         self.calls: dict[str, str] = {}  # call_id -> tool name
+        self.first: datetime | None = None
+        self.last: datetime | None = None
 
     def _event(self, **kwargs: Any) -> EventRecord:
         self.seq += 1
@@ -190,6 +228,9 @@ class _ThreadReader:
             if not isinstance(payload, dict):
                 continue
             ts = parse_timestamp(obj.get("timestamp"), file=self.display, line=lineno)
+            if ts is not None:
+                self.first = ts if self.first is None or ts < self.first else self.first
+                self.last = ts if self.last is None or ts > self.last else self.last
             line_type = obj.get("type")
             if line_type == "response_item":
                 yield from self._response_item(payload, ts, lineno)

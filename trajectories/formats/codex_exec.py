@@ -8,9 +8,11 @@ One line per event: `thread.started` (the main thread's id), `turn.started`, `it
 `send_input`, `wait` or `close_agent`, `receiver_thread_ids` names the sub-agents, `prompt` is the brief.
 
 The stream holds only the main thread's own items, and no timestamps: sub-agents appear as contexts
-(from the threads the main thread spawned, with their briefs as labels) without events of their
-own, and the run has no timeline. The rollouts (codex.py) have all of it; the importer reads this
-stream only when they are missing.
+(from the threads the main thread spawned, with their briefs as labels). The rollouts (codex.py) have
+all of it; the importer reads this stream when the main thread's rollout is missing — then with the
+sub-agents' rollouts that are there (their events and times), and with the harness's record of when
+the agent ran (a study cell's `status.json`: `agent_run.started_at_utc` .. `finished_at_utc`), which
+times the main agent (its events stay untimed).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from . import codex
 from .common import clip_text, iter_json_lines, to_text
 from .records import (
     MAIN,
@@ -46,12 +49,16 @@ class CodexExecParser(Parser):
     def parse(self, source: RunSource) -> Iterator[Record]:
         path = source.files[0]
         name = source.name
+        rollouts = [m for m in (codex.thread_meta(p) for p in source.files[1:]) if m is not None]
+        clock = source.clock or (None, None)
+        said = (
+            "the main agent is timed by the harness's record (cell/status.json), its events are not"
+            if any(clock)
+            else "the main agent and its events are not timed"
+        )
+        said += "; sub-agents read from their own rollouts" if rollouts else "; sub-agents have no events of their own"
         warnings: list[ParseWarning] = [
-            ParseWarning(
-                "read from the main thread's `codex exec --json` stream: sub-agents have no events of their own "
-                "and nothing is timed (the rollouts under agent/codex/sessions/ have both)",
-                file=name,
-            )
+            ParseWarning(f"read from the main thread's `codex exec --json` stream: {said}", file=name)
         ]
         lines = iter_json_lines(path, display=name, tolerate_truncated_tail=True, warnings=warnings)
         main_id = ""
@@ -64,7 +71,7 @@ class CodexExecParser(Parser):
             raise FormatError("empty stream: no thread.started line", file=name)
         header = header_from_defaults(source, fallback_task=main_id, agent="Codex")
         yield header
-        yield ContextRecord(id=main_id, role=MAIN, label="main agent")
+        yield ContextRecord(id=main_id, role=MAIN, label="main agent", started_at=clock[0], ended_at=clock[1])
         seq = -1
         subagents: set[str] = set()
         completed: set[str] = set()
@@ -106,8 +113,14 @@ class CodexExecParser(Parser):
                     seq += 1
                     record.seq = seq
                 yield record
+        totals = codex._Totals()
+        if rollouts:
+            known = {m.thread_id for m in rollouts} | {main_id}
+            yield from codex.read_threads(
+                rollouts, source, main_id=main_id, known=known, warnings=warnings, totals=totals
+            )
         yield from warnings
-        yield DerivedOutcomes(shell_calls=shell_calls, tokens=tokens or None)
+        yield DerivedOutcomes(shell_calls=shell_calls + totals.shell_calls, tokens=(tokens + totals.tokens) or None)
 
     def _item(self, item: dict, main_id: str, lineno: int, subagents: set[str]) -> Iterator[Record]:
         itype = item.get("type")

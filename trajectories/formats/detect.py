@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import cell_artifacts, summary_counts
+from ..artifacts import cell_files, summary_counts
 from . import claude_code, codex, codex_exec, kimi, openhands, parallax_jsonl, swe_agent
-from .common import first_json_line, load_json_file
+from .common import first_json_line, load_json_file, parse_timestamp
 from .parallax_jsonl import validate_outcomes
 from .records import CONCURRENT, SEQUENTIAL, FormatError, Parser, ParseWarning, RunSource
 
@@ -199,8 +199,6 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
             session = next(iter(claude_sessions))
         claude_sessions.setdefault(session, []).append(extra)
     for session, group in claude_sessions.items():
-        if all(p.name.startswith("journal") for p in group):
-            continue  # a workflow journal without its session's transcripts: nothing to import
         main = next((p for p in group if not p.name.startswith(("agent-", "wf_", "journal"))), None)
         notes = []
         if main is None:
@@ -221,7 +219,7 @@ def _group_native(files: list[Path], found: Discovery, *, root: Path | None, for
         files_for_run = [events]
         if session in kimi_states:
             files_for_run.append(kimi_states.pop(session))
-        kimi_wires.pop(session, None)  # the journal holds every agent's events
+        files_for_run += sorted(kimi_wires.pop(session, []))  # the agents' own words, beside the journal
         found.sources.append(RunSource(name=_display(events, root), format="kimi", files=files_for_run, root=root))
     for session, wires in kimi_wires.items():
         files_for_run = sorted(wires) + ([kimi_states.pop(session)] if session in kimi_states else [])
@@ -321,10 +319,19 @@ def _cell_source(cell_dir: Path, *, root: Path | None) -> RunSource:
     sub = Discovery()
     _group_native(_cell_native_files(cell_dir), sub, root=root, forced=None)
     stream = cell_dir / "cell" / "trajectory.jsonl"
-    if not sub.sources and stream.is_file() and codex_exec.looks_like(first_json_line(stream)):
-        # The Codex rollouts are missing, but the harness kept the main thread's exec stream.
-        note = f"{_display(cell_dir, root)}: no rollouts under agent/; read cell/trajectory.jsonl instead"
-        sub.sources.append(RunSource(name="", format="codex_exec", files=[stream], root=root, notes=[note]))
+    if stream.is_file() and codex_exec.looks_like(first_json_line(stream)):
+        # The harness kept the main thread's exec stream: it stands in for a missing main rollout.
+        rollouts = [s for s in sub.sources if s.format == "codex"]
+        orphans = [s for s in rollouts if not any(m and not m.parent_id for m in map(codex.thread_meta, s.files))]
+        if not sub.sources or (orphans and len(orphans) == len(rollouts)):
+            where = _display(cell_dir, root)
+            note = (
+                f"{where}: the main thread's rollout is not under agent/; its events read from cell/trajectory.jsonl"
+                if orphans
+                else f"{where}: no rollouts under agent/; read cell/trajectory.jsonl instead"
+            )
+            children = [path for s in orphans for path in s.files]
+            sub.sources = [RunSource(name="", format="codex_exec", files=[stream, *children], root=root, notes=[note])]
     if not sub.sources:
         found = "; ".join(e.describe() for e in sub.errors[:3]) or "the folder is empty or missing"
         raise FormatError(
@@ -337,8 +344,35 @@ def _cell_source(cell_dir: Path, *, root: Path | None) -> RunSource:
     best.header_defaults = defaults
     best.name = _display(cell_dir, root)
     best.base = cell_dir
-    best.artifacts = cell_artifacts(cell_dir)
+    best.artifacts = [path for path in cell_files(cell_dir) if path not in best.files]
+    best.clock = _agent_clock(cell_dir, best, root=root)
     return best
+
+
+def _agent_clock(cell_dir: Path, source: RunSource, *, root: Path | None) -> tuple | None:
+    """When the harness ran the agent, from the cell's status.json (`agent_run.started_at_utc` ..
+    `finished_at_utc`); None when it does not say. A status.json that cannot be read is noted, not
+    fatal: it is the harness's record, not the trajectory."""
+    path = cell_dir / "cell" / "status.json"
+    if not path.is_file():
+        return None
+    display = _display(path, root)
+    try:
+        status = load_json_file(path, display=display)
+        agent_run = status.get("agent_run") if isinstance(status, dict) else None
+        if not isinstance(agent_run, dict):
+            return None
+        times = tuple(
+            parse_timestamp(agent_run.get(key), file=display, field=f"agent_run.{key}")
+            for key in ("started_at_utc", "finished_at_utc")
+        )
+    except FormatError as exc:
+        source.notes.append(f"{exc.describe()} (the agent's start and end are not taken from it)")
+        return None
+    if times[0] and times[1] and times[1] < times[0]:
+        source.notes.append(f"{display}: agent_run ends before it starts (not used)")
+        return None
+    return times if any(times) else None
 
 
 def _cell_native_files(cell_dir: Path) -> list[Path]:

@@ -90,6 +90,12 @@ class ContextRecord:
     status: str = ""
     line: int | None = None
     file: str = ""  # the source file its events are read from (RunSource.relative), for evidence anchors
+    # A workflow's agents (Claude Code workflows): the workflow's id, the slot the agent fills, and
+    # which attempt of that slot it is (a slot is retried under a new agent id).
+    workflow: str = ""
+    slot: str = ""
+    attempt: int | None = None
+    attempts: int | None = None
 
 
 @dataclass(slots=True)
@@ -128,6 +134,9 @@ class RunSource:
     notes: list[str] = field(default_factory=list)  # warnings found while grouping files into this run
     base: Path | None = None  # the run's own folder (a study cell): stored file paths are relative to it
     artifacts: list[Path] = field(default_factory=list)  # files kept beside the logs (patch, final answer …)
+    # When the harness ran the agent (a study cell's status.json): times the main agent of a log
+    # that carries none of its own (Codex's exec stream).
+    clock: tuple[datetime | None, datetime | None] | None = None
 
     def display(self, path: Path) -> str:
         if self.root is not None:
