@@ -178,6 +178,41 @@ def context_events(
     return list(qs[offset : offset + limit + 1])  # one extra tells whether there is a next page
 
 
+@dataclass(frozen=True)
+class Target:
+    """What a spawn, wait or join names: an agent of the run, or a workflow and the agents it ran."""
+
+    name: str
+    agents: tuple[AgentContext, ...]
+
+    @property
+    def workflow(self) -> bool:
+        return len(self.agents) != 1 or self.agents[0].external_id != self.name
+
+
+def event_targets(*, run: Run, events: list[Event]) -> dict[str, list[Target]]:
+    """For each target named by these events ("a", "a,b", a workflow's run id): the agents it
+    names, in the run's order (a workflow's in slot and attempt order). One query."""
+    names = {name for e in events for name in e.target.split(",") if name}
+    if not names:
+        return {}
+    found: dict[str, list[AgentContext]] = {name: [] for name in names}
+    agents = (
+        AgentContext.objects.filter(Q(external_id__in=names) | Q(workflow__in=names), run=run)
+        .order_by("position")
+        .only("pk", "external_id", "label", "workflow", "slot", "attempt", "attempts", "position")
+    )
+    for agent in agents:
+        for name in (agent.external_id, agent.workflow):
+            if name in found:
+                found[name].append(agent)
+    return {
+        e.target: [Target(name, tuple(found.get(name, ()))) for name in e.target.split(",") if name]
+        for e in events
+        if e.target
+    }
+
+
 DIFFICULTY_ORDER = {value: i for i, value in enumerate(Task.Difficulty.values)}
 
 

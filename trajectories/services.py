@@ -356,7 +356,18 @@ def run_signatures_store(*, run_ids: list[int]) -> int:
     agents: dict[int, list[dict]] = {pk: [] for pk in run_ids}
     names: dict[int, str] = {}
     parents: dict[int, int | None] = {}
-    fields = ("pk", "run_id", "parent_id", "external_id", "role", "label", "started_at", "ended_at", "status", "workflow")
+    fields = (
+        "pk",
+        "run_id",
+        "parent_id",
+        "external_id",
+        "role",
+        "label",
+        "started_at",
+        "ended_at",
+        "status",
+        "workflow",
+    )
     for row in AgentContext.objects.filter(run_id__in=run_ids).order_by().values(*fields, "position"):
         names[row["pk"]] = row["external_id"]
         parents[row["pk"]] = row.pop("parent_id")

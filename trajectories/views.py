@@ -118,12 +118,16 @@ def context_events(request: HtmxHttpRequest, run_id: int, context_id: int) -> Ht
     kinds = [k for k in request.GET.getlist("kind") if k in EVENT_KINDS]
     events = selectors.context_events(context=ctx, offset=offset, limit=EVENTS_PER_PAGE, kinds=kinds)
     has_more = len(events) > EVENTS_PER_PAGE
+    events = events[:EVENTS_PER_PAGE]
+    targets = selectors.event_targets(run=run, events=events)
+    for event in events:
+        event.links = targets.get(event.target, [])
     return render(
         request,
         "trajectories/partials/events.html",
         {
             "ctx": ctx,
-            "events": events[:EVENTS_PER_PAGE],
+            "events": events,
             "has_more": has_more,
             "next_offset": offset + EVENTS_PER_PAGE,
             "kinds": kinds,

@@ -298,3 +298,38 @@ def test_codex_children_of_a_child_are_its_children_at_any_depth(tmp_path):
     assert contexts[grandchild].parent.external_id == child and contexts[grandchild].depth == 2
     assert contexts[child].parent.external_id == main and contexts[main].role == "main"
     assert run.subagents_created == 2 and run.peak_concurrency == 2
+
+
+def _rollout(thread: str, second: int, *, parent: str | None = None, root: str | None = None, depth: int = 0):
+    """A Codex 0.145 rollout in its real shape: `session_meta` (a sub-agent's names its root session
+    and, in `source.subagent.thread_spawn`, its parent and depth), then one assistant message."""
+    meta: dict = {"id": thread}
+    if parent:
+        meta.update(session_id=root, parent_thread_id=parent, thread_source="subagent",
+                    source={"subagent": {"thread_spawn": {"parent_thread_id": parent, "depth": depth,
+                                                          "agent_path": f"/root/t{second}"}}})  # fmt: skip
+    return [
+        {"timestamp": f"2026-08-13T02:36:{second:02d}Z", "type": "session_meta", "payload": meta},
+        {"timestamp": f"2026-08-13T02:36:{second + 5:02d}Z", "type": "response_item",
+         "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}},
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("with_root", [True, False])
+def test_a_codex_grandchild_whose_parent_rollout_is_missing_stays_at_its_depth(tmp_path, with_root):
+    """root → child (rollout missing) → grandchild, and root → sibling: one run, the grandchild at
+    depth 2 under the missing child, kept as an empty sub-agent; the root kept (empty when it too is missing)."""
+    root, child, grandchild, sibling = (f"22222222-0000-0000-0000-00000000000{n}" for n in range(1, 5))
+    if with_root:
+        write_jsonl(tmp_path / "rollout-1.jsonl", _rollout(root, 0))
+    write_jsonl(tmp_path / "rollout-3.jsonl", _rollout(grandchild, 20, parent=child, root=root, depth=2))
+    write_jsonl(tmp_path / "rollout-4.jsonl", _rollout(sibling, 10, parent=root, root=root, depth=1))
+    run = _only_run(import_paths(paths=[tmp_path]))
+    contexts = {c.external_id: c for c in AgentContext.objects.filter(run=run).select_related("parent")}
+    assert set(contexts) == {root, child, grandchild, sibling}
+    assert contexts[root].role == "main" and contexts[root].n_events == (1 if with_root else 0)
+    assert (contexts[grandchild].depth, contexts[grandchild].parent.external_id) == (2, child)
+    assert (contexts[child].depth, contexts[child].parent.external_id, contexts[child].n_events) == (1, root, 0)
+    assert (contexts[sibling].depth, contexts[sibling].parent.external_id) == (1, root)
+    assert run.subagents_created == 3
+    assert any(f"parent thread {child} of {grandchild} is not in the bundle" in w for w in run.warnings)
