@@ -165,7 +165,19 @@ def run_lanes(*, run: Run) -> list[AgentContext]:
     return list(
         AgentContext.objects.filter(run=run)
         .order_by("position")
-        .only("pk", "label", "external_id", "role", "depth", "status", "started_at", "ended_at")
+        .only(
+            "pk",
+            "label",
+            "external_id",
+            "role",
+            "depth",
+            "status",
+            "started_at",
+            "ended_at",
+            "slot",
+            "attempt",
+            "attempts",
+        )  # fmt: skip
     )
 
 
@@ -200,7 +212,7 @@ def event_targets(*, run: Run, events: list[Event]) -> dict[str, list[Target]]:
     agents = (
         AgentContext.objects.filter(Q(external_id__in=names) | Q(workflow__in=names), run=run)
         .order_by("position")
-        .only("pk", "external_id", "label", "workflow", "slot", "attempt", "attempts", "position")
+        .only("pk", "external_id", "label", "status", "workflow", "slot", "attempt", "attempts", "position")
     )
     for agent in agents:
         for name in (agent.external_id, agent.workflow):
@@ -289,6 +301,18 @@ def artifact_digest(kind: str, content: str) -> dict:
 LOG_WINDOW = 3  # lines shown before and after the cited ones
 LOG_HEAD = 200  # lines shown of a log opened at no line
 CONTEXT_LINE_CHARS = 2000  # a line around the cited ones is cut here; the cited ones are shown whole
+
+
+def cited_json(lines: list[tuple[int, str, bool]]) -> list[tuple[int, str]]:
+    """The cited lines that are long JSON records, indented for reading (the line itself stays as written)."""
+    shown = []
+    for number, text, cited in lines:
+        if cited and len(text) > 200 and text.lstrip()[:1] in "{[":
+            try:
+                shown.append((number, json.dumps(json.loads(text), indent=2, ensure_ascii=False)))
+            except ValueError:
+                continue
+    return shown
 
 
 def log_lines(*, file: RunFile, start: int | None, end: int | None) -> list[tuple[int, str, bool]]:

@@ -26,6 +26,7 @@ class LaneInput:
     status: str
     started_at: datetime | None
     ended_at: datetime | None
+    full_label: str = ""  # when `label` is a short name (a workflow slot and attempt): the agent's whole label
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,11 @@ class Lane:
     start_pos: float | None  # 0..1
     end_pos: float | None
     depth: int
+    full_label: str = ""
+
+    @property
+    def title(self) -> str:
+        return self.full_label or self.label
 
     @property
     def end_x(self) -> float:
@@ -61,7 +67,7 @@ class Lane:
         duration = "unknown duration" if self.duration_s is None else f"{self.duration_s:.1f} s"
         span = "" if self.start_pos is None else f", {self.start_pos:.2f}→{self.end_pos:.2f} of the run"
         status = f", {self.status}" if self.status else ""
-        return f"{self.label or self.role} ({self.role_name}) — {duration}{span}{status}"
+        return f"{self.title or self.role} ({self.role_name}) — {duration}{span}{status}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +138,7 @@ def build_timeline(contexts: list[LaneInput]) -> Timeline:
                 start_pos=start_pos,
                 end_pos=end_pos,
                 depth=ctx.depth,
+                full_label=ctx.full_label,
             )
         )
     return Timeline(lanes=lanes, span_s=span, compact=compact)

@@ -59,17 +59,26 @@ def run_timeline(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         [
             LaneInput(
                 id=c.pk,
-                label=c.label or c.external_id,
+                label=_lane_name(c),
                 role=c.role,
                 depth=c.depth,
                 status=c.status,
                 started_at=c.started_at,
                 ended_at=c.ended_at,
+                full_label=c.label or c.external_id,
             )
             for c in selectors.run_lanes(run=run)
         ]
     )
     return render(request, "trajectories/partials/timeline.html", {"run": run, "timeline": timeline})
+
+
+def _lane_name(context: AgentContext) -> str:
+    """What a lane is called beside its bar: a workflow agent by its slot and attempt (its whole
+    label, workflow / phase / slot, is the lane's title), any other agent by its label."""
+    if context.slot:
+        return f"{context.slot} · {context.attempt} of {context.attempts}" if context.retried else context.slot
+    return context.label or context.external_id
 
 
 @require_GET
@@ -157,6 +166,7 @@ def run_file(request: HtmxHttpRequest, run_id: int, file_id: int) -> HttpRespons
     if file.kind == RunFile.Kind.LOG:
         context["events"] = selectors.events_at_line(file=file, start=start, end=end) if start else []
         context["raw_lines"] = selectors.log_lines(file=file, start=start, end=end)
+        context["cited_json"] = selectors.cited_json(context["raw_lines"])
         context["kept_lines"] = file.content.count("\n") + (bool(file.content) and not file.content.endswith("\n"))
     else:
         context.update(selectors.artifact_digest(file.kind, file.content))

@@ -390,3 +390,20 @@ def test_the_workflow_call_links_to_its_agents_in_slot_order(runs, browser_clien
     assert links == [pks[agent] for agent in order]
     agents = browser_client.get(f"/trajectories/runs/{run.pk}/contexts/").content.decode()
     assert all(f'id="agent-{pk}"' in agents for pk in links)  # each link lands on its agent
+
+
+def test_a_workflow_state_line_opens_indented_and_the_timeline_names_slots(runs, browser_client):
+    run = runs[("claude", "parallel")]
+    state = f"parallel/{CLAUDE_SESSION}/workflows/wf_f6715fa9-66d.json:1"
+    page = browser_client.get(resolve_anchor(run=run, text=state, default_mode="concurrent").url).content.decode()
+    assert "No event was read from this line" in page
+    indented = page.split('<details class="json-view" open>')[1].split("</details>")[0]
+    assert "&quot;runId&quot;: &quot;wf_f6715fa9-66d&quot;," in indented  # one key a line
+    timeline = browser_client.get(f"/trajectories/runs/{run.pk}/timeline/").content.decode()
+    reading = claude_reading(TASK / "claude" / "parallel")
+    names = [
+        f"{slot} · {number} of {total}" if total > 1 else slot
+        for slot, number, total in (reading["slots"][agent][1:] for agent in reading["order"])
+    ]
+    drawn = [part.split("</div>")[0].split("</span> ")[1] for part in timeline.split('class="lane-label')[2:]]
+    assert drawn == names
