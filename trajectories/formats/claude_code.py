@@ -144,8 +144,7 @@ class ClaudeCodeParser(Parser):
                         )
                     workflow_agents[attempt.agent_id] = ctx
                     yield ctx
-        for path in agent_files:
-            agent_id = _agent_id(path)
+        for agent_id, path in agent_paths.items():
             if agent_id not in workflow_agents:
                 prompt = _first_prompt(path)
                 if prompt:
@@ -154,8 +153,7 @@ class ClaudeCodeParser(Parser):
             yield from self._main_file(
                 main_file, source.name, totals, warnings, file=source.relative(main_file), links=links
             )
-        for path in agent_files:
-            agent_id = _agent_id(path)
+        for agent_id, path in agent_paths.items():
             if agent_id not in workflow_agents:
                 in_workflow = path.parent.name if path.parent.parent.name == "workflows" else ""
                 label = links.labels.get(agent_id) or (
