@@ -27,6 +27,21 @@ def _fresh_cache():
     cache.clear()
 
 
+@pytest.fixture(scope="session")
+def artifact_root() -> Path:
+    """One complete task folder of the study's public artifact (swebench_verified/django__django-10999: three
+    agents' parallel and serial cells, annotation.md and review.json). It stays outside the repository (its
+    licence is unknown): `shared/data/real-trajectories/artifact-task-folder` beside the checkout, or under
+    $PARALLAX_SHARED_DATA. Tests read it in place and are skipped without it."""
+    bases = [Path(os.environ["PARALLAX_SHARED_DATA"])] if os.environ.get("PARALLAX_SHARED_DATA") else []
+    bases += [parent / "shared" / "data" for parent in Path(__file__).resolve().parents]
+    for base in bases:
+        folder = base / "real-trajectories" / "artifact-task-folder"
+        if (folder / "swebench_verified" / "django__django-10999").is_dir():
+            return folder
+    pytest.skip("the artifact's task folder is absent (shared/data/real-trajectories/artifact-task-folder)")
+
+
 def skip_or_fail(reason: str) -> None:
     """CI sets PARALLAX_REQUIRE_SERVICES=1: a missing real service is then a failure, not a skip."""
     if REQUIRE_SERVICES:
