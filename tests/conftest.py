@@ -42,6 +42,27 @@ def artifact_root() -> Path:
     pytest.skip("the artifact's task folder is absent (shared/data/real-trajectories/artifact-task-folder)")
 
 
+@pytest.fixture
+def artifact_runs(db, artifact_root):
+    """The six runs of the artifact's task folder (three agents × parallel, serial), imported from it."""
+    from trajectories.models import Run
+    from trajectories.services import import_paths
+
+    report = import_paths(paths=[artifact_root])
+    assert Run.objects.count() == 6, report
+    return artifact_root
+
+
+@pytest.fixture
+def artifact_study(artifact_runs, codebook, trio, adjudicator):
+    """A 2-of-3 study of the task folder's three pairs, assigned."""
+    from annotation.services.studies import study_assign, study_create
+
+    study = study_create(name="Artifact", codebook=codebook, annotators=trio, adjudicator=adjudicator)
+    study_assign(study=study)
+    return study
+
+
 def skip_or_fail(reason: str) -> None:
     """CI sets PARALLAX_REQUIRE_SERVICES=1: a missing real service is then a failure, not a skip."""
     if REQUIRE_SERVICES:

@@ -8,16 +8,18 @@ files, byte for byte, while the final labels are the published ones."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from trajectories.artifacts import AnchorError
 from trajectories.models import Run
-from trajectories.selectors import twins
+from trajectories.selectors import PairAnchors, twins
 
-from ..annotation_md import render_annotation_md
+from ..annotation_md import anchors_in, render_annotation_md
 from ..models import FinalCoding, FinalLabel, PublishedRecord, Study
 from ..published_files import KIND_FILES, cell_pair_folder, safe_relative
-from ..review_json import review_from_data, serialize_review
+from ..review_json import advantage_verdict, review_from_data, serialize_review
 
 
 @dataclass
@@ -125,3 +127,155 @@ def _failure(label: FinalLabel) -> dict:
 
 def _flag(value: bool | None) -> str:
     return "" if value is None else str(value).lower()
+
+
+# -- the run-history page ----------------------------------------------------------------------
+
+HEADER_SHOWN = ("verdict", "outcome_relation", "retained_pattern_count")  # beside causal_scope and the anchors
+ANCHOR_FIELDS = {"parallel_anchor": Run.Mode.CONCURRENT, "serial_anchor": Run.Mode.SEQUENTIAL}
+
+
+@dataclass
+class ShownAnchor:
+    text: str
+    url: str = ""  # the cited file at that line, when the anchor resolves
+    problem: str = ""  # why it does not, in full (the run's files included)
+
+    @property
+    def reason(self) -> str:
+        """Why it does not resolve, without the list of the files the run does have."""
+        return self.problem.split(" (its files: ")[0]
+
+
+@dataclass
+class ShownDecision:
+    """A failure block of an annotation.md, or a candidate decision or retained pattern of a review."""
+
+    top_label: str
+    sub_label: str
+    third_label: str
+    decision: str = ""
+    reason: str = ""
+    episode_id: str = ""
+    comparative_role: str = ""
+    realized_consequence: str = ""
+    nearest_rejected_label: str = ""
+    near_match_reason: str = ""
+    evidence: list[ShownAnchor] = field(default_factory=list)
+    contrast: list[ShownAnchor] = field(default_factory=list)
+
+
+@dataclass
+class ShownRecord:
+    record: PublishedRecord
+    fields: list[tuple[str, str]] = field(default_factory=list)  # the header's verdict, relation, causal scope …
+    anchors: list[tuple[str, list[ShownAnchor]]] = field(default_factory=list)  # parallel_anchor, serial_anchor
+    header: list[tuple[str, str]] = field(default_factory=list)  # every header and comparative field, in order
+    prose: list[tuple[str, str]] = field(default_factory=list)  # (section title, its prose)
+    failures: list[ShownDecision] = field(default_factory=list)
+    patterns: list[ShownDecision] = field(default_factory=list)
+    candidates: list[ShownDecision] = field(default_factory=list)
+    retained: int = 0
+    rejected: int = 0
+    anchor_count: int = 0
+
+    @property
+    def kept_as_data(self) -> bool:
+        return bool(self.record.data)
+
+
+def published_records_shown(*, study: Study, run: Run) -> list[ShownRecord]:
+    """The study's published records of a run's pair, with what each says: an annotation.md's header,
+    comparative fields and failure blocks; a review's retained patterns and every candidate decision;
+    an advantage review's verdict. Every anchor is resolved against the pair's stored files — a link
+    when it resolves, the reason when not — in a fixed number of queries however many anchors."""
+    records = PublishedRecord.objects.filter(study=study, run=run).select_related("imported_by")
+    pair = PairAnchors(run)
+    shown = []
+    for record in records.order_by("imported_at", "pk"):
+        item = ShownRecord(record=record)
+        if record.data and record.kind == PublishedRecord.Kind.ANNOTATION:
+            _show_annotation(item, pair)
+        elif record.data and record.kind == PublishedRecord.Kind.REVIEW:
+            _show_review(item, pair)
+        elif record.data:
+            item.fields = [(key, _plain(value)) for key, value in advantage_verdict(record.data).items()]
+        shown.append(item)
+    return shown
+
+
+def _show_annotation(item: ShownRecord, pair: PairAnchors) -> None:
+    data = item.record.data
+    header, comparative = data.get("header", {}), data.get("comparative", {})
+    both = {**header, **comparative}
+    item.fields = [(key, both[key]) for key in (*HEADER_SHOWN, "causal_scope") if key in both]
+    item.anchors = [(key, _anchors(pair, both[key], mode)) for key, mode in ANCHOR_FIELDS.items() if key in both]
+    item.header = [(key, _plain(value)) for key, value in (*header.items(), *comparative.items())]
+    item.prose = [
+        (section["heading"].lstrip("#").strip(), prose)
+        for section in data.get("sections", [])
+        if (prose := "\n".join(line for line in section["lines"] if isinstance(line, str)).strip())
+    ]
+    for block in data.get("failures", []):
+        fields = block["fields"]
+        item.failures.append(
+            ShownDecision(
+                top_label=fields.get("top_label", ""),
+                sub_label=fields.get("sub_label", ""),
+                third_label=fields.get("third_label", ""),
+                reason=fields.get("reasoning", ""),
+                episode_id=fields.get("episode_id", ""),
+                comparative_role=fields.get("comparative_role", ""),
+                realized_consequence=fields.get("realized_consequence", ""),
+                nearest_rejected_label=fields.get("nearest_rejected_label", ""),
+                near_match_reason=fields.get("rejection_reason", ""),
+                evidence=_anchors(pair, fields.get("parallel_evidence", ""), Run.Mode.CONCURRENT),
+                contrast=_anchors(pair, fields.get("serial_contrast", ""), Run.Mode.SEQUENTIAL),
+            )
+        )
+
+
+def _show_review(item: ShownRecord, pair: PairAnchors) -> None:
+    review = review_from_data(item.record.data, name=item.record.path or item.record.name)
+    item.fields = [("outcome_relation", review.outcome_relation)] if review.outcome_relation else []
+    explanation = review.document.get("outcome_analysis", {})
+    if isinstance(explanation, dict) and isinstance(explanation.get("explanation"), str):
+        item.prose = [("Outcome analysis", explanation["explanation"])]
+    item.patterns = [_decision(pattern, pair) for pattern in review.patterns]
+    item.candidates = [_decision(candidate, pair) for candidate in review.candidates]
+    item.retained, item.rejected = len(review.retained), len(review.rejected)
+    item.anchor_count = review.anchor_count
+
+
+def _decision(decided, pair: PairAnchors) -> ShownDecision:
+    return ShownDecision(
+        top_label=decided.top_label,
+        sub_label=decided.sub_label,
+        third_label=decided.third_label,
+        decision=getattr(decided, "decision", "retain"),
+        reason=decided.reason,
+        episode_id=decided.episode_id,
+        comparative_role=getattr(decided, "comparative_role", ""),
+        realized_consequence=decided.realized_consequence,
+        nearest_rejected_label=decided.nearest_rejected_label,
+        near_match_reason=decided.near_match_reason,
+        evidence=[_anchor(pair, a.text, Run.Mode.CONCURRENT) for a in decided.parallel_evidence],
+        contrast=[_anchor(pair, a.text, Run.Mode.SEQUENTIAL) for a in decided.serial_contrast],
+    )
+
+
+def _anchors(pair: PairAnchors, value: str, default_mode: str) -> list[ShownAnchor]:
+    """The backticked anchors of a record's field, each resolved."""
+    return [_anchor(pair, text, default_mode) for text in anchors_in(value)]
+
+
+def _anchor(pair: PairAnchors, text: str, default_mode: str) -> ShownAnchor:
+    try:
+        return ShownAnchor(text=text, url=pair.resolve(text, default_mode=default_mode).url)
+    except AnchorError as exc:
+        return ShownAnchor(text=text, problem=str(exc).removeprefix(f"{text.strip('`').strip()}: "))
+
+
+def _plain(value) -> str:
+    """A value as the page shows it: JSON's words for null and booleans, never Python's."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

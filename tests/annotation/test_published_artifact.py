@@ -16,9 +16,8 @@ from annotation.models import Annotation, Assignment, AuditEntry, Discussion, Fi
 from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import LabelInput, annotation_save, annotation_submit
-from annotation.services.studies import study_assign, study_create
+from annotation.services.studies import study_create
 from trajectories.models import Run
-from trajectories.services import import_paths
 
 pytestmark = pytest.mark.django_db
 
@@ -34,21 +33,6 @@ def published_files(root) -> dict[str, bytes]:
         for path in sorted(root.rglob("*"))
         if path.name in RECORD_FILES and path.parent.parent.name == "django__django-10999"
     }
-
-
-@pytest.fixture
-def artifact_runs(db, artifact_root):
-    report = import_paths(paths=[artifact_root])
-    assert Run.objects.count() == 6, report
-    return artifact_root
-
-
-@pytest.fixture
-def artifact_study(artifact_runs, codebook, trio, adjudicator):
-    """A 2-of-3 study of the task folder's three pairs, assigned."""
-    study = study_create(name="Artifact", codebook=codebook, annotators=trio, adjudicator=adjudicator)
-    study_assign(study=study)
-    return study
 
 
 def counts() -> dict[str, int]:
