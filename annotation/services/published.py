@@ -64,11 +64,12 @@ def _published_run(study: Study, pair: PublishedPair) -> Run:
     return found[0]
 
 
-def _check(study: Study, pairs: list[PublishedPair], annotator: AbstractBaseUser | None) -> list[Run]:
+def published_check(*, study: Study, pairs: list[PublishedPair], annotator: AbstractBaseUser | None) -> list[Run]:
     """The run of every pair, once every pair has been checked: it must be found, once, and be
     loadable — as final labels, it has none yet; as the annotator's coding, they code it in the study
     (or it has a free coder's place for them) and have not submitted it. PublishedImportError lists
-    every problem."""
+    every problem. Writes nothing: `published_import` calls it first, and the command calls it on
+    the records that parse when others do not, to report every problem at once."""
     problems: list[str] = []
     if annotator is not None:
         if not study.annotators.filter(pk=annotator.pk).exists():
@@ -130,7 +131,7 @@ def published_import(
     text as published, its path in the artifact, its data. All or nothing: every pair is checked
     first (PublishedImportError names each file that cannot be loaded and why), then all are loaded
     in this one transaction. Unknown labels are reported and kept in the notes, never dropped."""
-    runs = _check(study, pairs, annotator)
+    runs = published_check(study=study, pairs=pairs, annotator=annotator)
     codes = {c.name.lower(): c for c in Code.objects.filter(codebook=study.codebook).select_related("parent__parent")}
     results = []
     for pair, run in zip(pairs, runs, strict=True):

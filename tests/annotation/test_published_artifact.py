@@ -208,7 +208,7 @@ def test_as_gold_loads_all_or_nothing(artifact_study, artifact_root, tmp_path):
     # A broken review.json beside one of the records: refused by file and JSON field before anything is stored
     # (the record files only, copied out of the artifact's folder; the runs are the imported ones).
     records = tmp_path / "records"
-    for agent in ("claude", "codex"):
+    for agent in AGENTS:
         for name in RECORD_FILES[:2]:
             target = records / TASK / agent / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -217,14 +217,17 @@ def test_as_gold_loads_all_or_nothing(artifact_study, artifact_root, tmp_path):
     review["taxonomy_decisions"][3]["candidates"][0]["serial_contrast"] = [{"path": "serial/cell/model.patch"}]
     (records / TASK / "codex" / "review.json").write_text(json.dumps(review, indent=2))
     err = io.StringIO()
-    with pytest.raises(CommandError, match="1 of 2 record"):
+    with pytest.raises(CommandError, match="2 of 3 record"):
         call_command(
             "import_published", str(artifact_study.pk), str(records), "--as-gold", stdout=io.StringIO(), stderr=err
         )
-    assert err.getvalue().strip() == (
+    # every problem at once: the file that does not parse, and the run of a record that does which has final labels
+    assert err.getvalue().strip().splitlines() == [
         f"FAILED {TASK}/codex/review.json: field 'taxonomy_decisions[3].candidates[0].serial_contrast[0].line': "
-        "expected a line number (1 or more), got null"
-    )
+        "expected a line number (1 or more), got null",
+        f"FAILED {TASK}/kimi/annotation.md: run #{run_of(artifact_study, 'kimi').pk} (django__django-10999 by "
+        "Kimi Code) already has final labels in Artifact",
+    ]
     assert counts() == before
 
 

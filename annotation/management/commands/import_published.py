@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.management.studies import study_from_ref
 from annotation.published_files import FORMAT_ERRORS, read_pair
-from annotation.services.published import PublishedImportError, published_import
+from annotation.services.published import PublishedImportError, published_check, published_import
 
 
 class Command(BaseCommand):
@@ -43,11 +43,13 @@ class Command(BaseCommand):
                 pairs.append(read_pair(file))
             except FORMAT_ERRORS as exc:
                 problems.append(str(exc))
-        if not problems:
-            try:
+        try:
+            if problems:  # nothing is stored; the records that do parse are checked too, to say everything at once
+                published_check(study=study, pairs=pairs, annotator=annotator)
+            else:
                 results = published_import(study=study, pairs=pairs, annotator=annotator)
-            except PublishedImportError as exc:
-                problems = exc.problems
+        except PublishedImportError as exc:
+            problems += exc.problems
         if problems:
             for problem in problems:
                 self.stderr.write(self.style.ERROR(f"FAILED {problem}"))
