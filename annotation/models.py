@@ -10,6 +10,7 @@ from taxonomy.models import Code, Codebook, FrozenCodebookError
 from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES, hints_allowed
 from trajectories.models import Run
 
+from .fields import DocumentJSONField
 from .stats.reports import Rq4Rules
 from .stats.settings import CODE_UNIVERSES, DEFAULT_CODE_UNIVERSE, rq4_settings
 
@@ -469,15 +470,34 @@ class AdvantageTag(models.Model):
 
 
 class PublishedRecord(models.Model):
-    """A study's published record of a pair (`annotation.md`), kept whole with the concurrent run it
-    describes: its header, its prose and its failure blocks, as published. What the loader took from
-    it (labels, finals) lives in the codings; this is the source, for reading and for export."""
+    """One of the study's published files of a pair — its `annotation.md`, `review.json` or
+    `advantage-review.json` — kept with the concurrent run it describes: the text as published, the
+    path the artifact names it by, and everything it says as data (annotation/annotation_md.py,
+    annotation/review_json.py). What the loader took from it (labels, finals) lives in the codings;
+    this is the source, for reading and for export."""
+
+    class Kind(models.TextChoices):
+        ANNOTATION = "annotation"
+        REVIEW = "review"
+        ADVANTAGE_REVIEW = "advantage-review"
 
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="published_records")
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="published_records")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.ANNOTATION)
     name = models.CharField(max_length=500, help_text="The file it was read from.")
-    text = models.TextField()
-    header = models.JSONField(default=dict)
+    path = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="Its path in the artifact (swebench_verified/django__django-10999/claude/annotation.md); "
+        "empty when where it was read from did not say.",
+    )
+    text = models.TextField(help_text="The file as published.")
+    data = DocumentJSONField(
+        default=dict,
+        help_text="Everything it says, in its order: an annotation.md's title, header, prose sections and "
+        "failure blocks; a review's whole document.",
+    )
     imported_at = models.DateTimeField(auto_now_add=True)
     imported_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
@@ -485,7 +505,7 @@ class PublishedRecord(models.Model):
         ordering = ["study", "run", "imported_at"]
 
     def __str__(self) -> str:
-        return f"{self.name} for run {self.run_id}"
+        return f"{self.path or self.name} for run {self.run_id}"
 
 
 class SuggestionModel(models.Model):

@@ -43,6 +43,11 @@ urlpatterns = [
     path("studies/<int:study_id>/export/<slug:kind>.csv", dashboard.study_export, name="export"),
     path("studies/<int:study_id>/bundle.zip", dashboard.study_bundle, name="bundle"),
     path("studies/<int:study_id>/runs/<int:run_id>/history/", dashboard.run_history, name="run_history"),
+    path(
+        "studies/<int:study_id>/runs/<int:run_id>/published/<int:record_id>/",
+        dashboard.published_file,
+        name="published_file",
+    ),
     path("pilot/<int:pilot_id>/", pilot.pilot_home, name="pilot_home"),
     path("pilot/<int:pilot_id>/runs/<int:run_id>/", pilot.pilot_run, name="pilot_run"),
     path("pilot/<int:pilot_id>/consolidate/", pilot.pilot_consolidate, name="pilot_consolidate"),

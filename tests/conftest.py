@@ -27,6 +27,42 @@ def _fresh_cache():
     cache.clear()
 
 
+@pytest.fixture(scope="session")
+def artifact_root() -> Path:
+    """One complete task folder of the study's public artifact (swebench_verified/django__django-10999: three
+    agents' parallel and serial cells, annotation.md and review.json). It stays outside the repository (its
+    licence is unknown): `shared/data/real-trajectories/artifact-task-folder` beside the checkout, or under
+    $PARALLAX_SHARED_DATA. Tests read it in place and are skipped without it."""
+    bases = [Path(os.environ["PARALLAX_SHARED_DATA"])] if os.environ.get("PARALLAX_SHARED_DATA") else []
+    bases += [parent / "shared" / "data" for parent in Path(__file__).resolve().parents]
+    for base in bases:
+        folder = base / "real-trajectories" / "artifact-task-folder"
+        if (folder / "swebench_verified" / "django__django-10999").is_dir():
+            return folder
+    pytest.skip("the artifact's task folder is absent (shared/data/real-trajectories/artifact-task-folder)")
+
+
+@pytest.fixture
+def artifact_runs(db, artifact_root):
+    """The six runs of the artifact's task folder (three agents × parallel, serial), imported from it."""
+    from trajectories.models import Run
+    from trajectories.services import import_paths
+
+    report = import_paths(paths=[artifact_root])
+    assert Run.objects.count() == 6, report
+    return artifact_root
+
+
+@pytest.fixture
+def artifact_study(artifact_runs, codebook, trio, adjudicator):
+    """A 2-of-3 study of the task folder's three pairs, assigned."""
+    from annotation.services.studies import study_assign, study_create
+
+    study = study_create(name="Artifact", codebook=codebook, annotators=trio, adjudicator=adjudicator)
+    study_assign(study=study)
+    return study
+
+
 def skip_or_fail(reason: str) -> None:
     """CI sets PARALLAX_REQUIRE_SERVICES=1: a missing real service is then a failure, not a skip."""
     if REQUIRE_SERVICES:

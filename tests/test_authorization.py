@@ -12,7 +12,8 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation.models import Assignment
+from annotation.annotation_md import parse_annotation_md
+from annotation.models import Assignment, PublishedRecord
 from annotation.selectors.exports import EXPORT_KINDS
 from annotation.services.pilot import pilot_create
 from tests.conftest import client_for, submit_disagreement
@@ -87,6 +88,11 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "annotate/studies/<int:study_id>/statistics/refresh/": ((302, 405, 405, 405, 405), (302, 403, 403, 302, 302)),
     "annotate/studies/<int:study_id>/advantage/<int:run_id>/": ((302, 405, 405, 405, 405), (302, 403, 403, 404, 404)),
     "annotate/studies/<int:study_id>/runs/<int:run_id>/history/": (
+        (302, 403, 403, 200, 200),
+        (302, 405, 405, 405, 405),
+    ),
+    # one of the study's published files of the pair, as published (text/plain or JSON)
+    "annotate/studies/<int:study_id>/runs/<int:run_id>/published/<int:record_id>/": (
         (302, 403, 403, 200, 200),
         (302, 405, 405, 405, 405),
     ),
@@ -176,18 +182,25 @@ def world(study, codebook, trio, adjudicator):
         name="theirs", annotators=[other1, other2], base_codebook=codebook, run_ids=[foreign_run.pk]
     )
     batch = ImportBatch.objects.create(created_by=None, status="done")
+    records = {}  # a published annotation.md of each run, kept as data (shown on the run's history page)
+    for run_id, key in ((own_assignment.run_id, "own"), (foreign_run.pk, "other")):
+        text = "pair_id: t/codex\nverdict: patterns_retained\n\n# Notes\nparallel_anchor: `parallel/x.jsonl:1`\n"
+        records[key] = PublishedRecord.objects.create(study=study, run_id=run_id, name="annotation.md", text=text,
+                                                      data=parse_annotation_md(text).data())  # fmt: skip
     ids = {
         "own": {
             "run_id": own_assignment.run_id,
             "assignment_id": own_assignment.pk,
             "discussion_id": discussions["own"].pk,
             "pilot_id": own_pilot.pk,
+            "record_id": records["own"].pk,
         },
         "other": {
             "run_id": foreign_run.pk,
             "assignment_id": foreign_assignment.pk,
             "discussion_id": discussions["other"].pk,
             "pilot_id": other_pilot.pk,
+            "record_id": records["other"].pk,
         },
     }
     for key in ids:

@@ -345,33 +345,58 @@ class ResolvedAnchor:
         return f"{path}?line={self.anchor.start}&end={self.anchor.end}#L{self.anchor.start}"
 
 
+class PairAnchors:
+    """Anchors of one run's pair checked against the files stored with each side: the twin and each
+    side's file list are read once, when an anchor first needs them — so a page that shows many
+    anchors of one pair (a published review cites a hundred) resolves them in three queries at most."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self._sides: dict[str, Run | None] = {run.mode: run}
+        self._files: dict[int, dict[str, RunFile]] = {}
+
+    def _side(self, mode: str) -> Run | None:
+        if mode not in self._sides:
+            self._sides[mode] = run_twin(run=self.run)
+        return self._sides[mode]
+
+    def _files_of(self, side: Run) -> dict[str, RunFile]:
+        if side.pk not in self._files:
+            files = RunFile.objects.filter(run=side).only("pk", "run_id", "path", "kind", "n_lines").order_by("path")
+            self._files[side.pk] = {file.path: file for file in files}
+        return self._files[side.pk]
+
+    def resolve(self, text: str, *, default_mode: str) -> ResolvedAnchor:
+        """The file and line an anchor cites; AnchorError says what is wrong, naming the run and, for
+        a file not found, the files it does have."""
+        anchor = parse_anchor(text, default_mode=default_mode)
+        side = self._side(anchor.mode)
+        if side is None:
+            raise AnchorError(f"{anchor.text}: the {anchor.mode} run of this pair is not imported")
+        files = self._files_of(side)
+        found = files.get(anchor.path)
+        if found is None and anchor.path == side.source_name:  # a run read from one log, cited by its name
+            logs = [file for file in files.values() if file.kind == RunFile.Kind.LOG]
+            found = logs[0] if len(logs) == 1 else None
+        if found is None:
+            if not files:
+                raise AnchorUnchecked(
+                    f"{anchor.text}: cannot be checked: the {anchor.mode} run #{side.pk} was imported before "
+                    "Parallax kept files (an admin can import its files again: they are added to the stored run)"
+                )
+            listed = ", ".join(list(files)[:6])
+            raise AnchorError(
+                f"{anchor.text}: no file {anchor.path!r} in the {anchor.mode} run #{side.pk} (its files: {listed})"
+            )
+        if found.n_lines is not None and anchor.end > found.n_lines:
+            raise AnchorError(f"{anchor.text}: {found.path} has {found.n_lines} lines")
+        return ResolvedAnchor(anchor=anchor, run=side, file=found)
+
+
 def resolve_anchor(*, run: Run, text: str, default_mode: str) -> ResolvedAnchor:
     """An anchor typed or cited in a coding of `run`'s pair, checked against the files stored
-    with the side it names: the file must be there and the line inside it. AnchorError says
-    what is wrong, naming the run and, for a file not found, the files it does have."""
-    anchor = parse_anchor(text, default_mode=default_mode)
-    side = run if run.mode == anchor.mode else run_twin(run=run)
-    if side is None:
-        raise AnchorError(f"{anchor.text}: the {anchor.mode} run of this pair is not imported")
-    files = RunFile.objects.filter(run=side).only("pk", "path", "kind", "n_lines")
-    found = files.filter(path=anchor.path).first()
-    if found is None and anchor.path == side.source_name:  # a run read from one log, cited by its name
-        logs = list(files.filter(kind=RunFile.Kind.LOG)[:2])
-        found = logs[0] if len(logs) == 1 else None
-    if found is None:
-        names = list(files.order_by("path").values_list("path", flat=True)[:6])
-        if not names:
-            raise AnchorUnchecked(
-                f"{anchor.text}: cannot be checked: the {anchor.mode} run #{side.pk} was imported before Parallax "
-                "kept files (an admin can import its files again: they are added to the stored run)"
-            )
-        listed = ", ".join(names)
-        raise AnchorError(
-            f"{anchor.text}: no file {anchor.path!r} in the {anchor.mode} run #{side.pk} (its files: {listed})"
-        )
-    if found.n_lines is not None and anchor.end > found.n_lines:
-        raise AnchorError(f"{anchor.text}: {found.path} has {found.n_lines} lines")
-    return ResolvedAnchor(anchor=anchor, run=side, file=found)
+    with the side it names: the file must be there and the line inside it (PairAnchors.resolve)."""
+    return PairAnchors(run).resolve(text, default_mode=default_mode)
 
 
 def events_at_line(*, file: RunFile, start: int, end: int) -> list[Event]:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from trajectories.artifacts import AnchorError, AnchorUnchecked
 from trajectories.models import Run
-from trajectories.selectors import resolve_anchor
+from trajectories.selectors import PairAnchors
 
 
 def numbered(labels: Iterable) -> Iterator[tuple[int, object]]:
@@ -43,11 +43,12 @@ def anchor_problems(*, run: Run, labels, unchecked: bool = True) -> dict[str, li
     to a file and line stored with the pair, by form field (`evidence-<code id>[-<instance>]`).
     Evidence without a side cites the coded run, contrast its twin."""
     problems: dict[str, list[str]] = {}
+    pair = PairAnchors(run)  # the pair's files read once for all the anchors
     for instance, label in numbered(labels):
         for name, default_mode in (("evidence", run.mode), ("contrast", run.twin_mode)):
             for text in getattr(label, name):
                 try:
-                    resolve_anchor(run=run, text=text, default_mode=default_mode)
+                    pair.resolve(text, default_mode=default_mode)
                 except AnchorUnchecked as exc:
                     if unchecked:
                         problems.setdefault(field_key(name, label.code_id, instance), []).append(str(exc))

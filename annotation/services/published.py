@@ -1,8 +1,11 @@
-"""Loading the study's own published records (`annotation.md`, parsed by annotation_md.py) as an
-annotator's submitted coding or as a run's final labels."""
+"""Loading the study's own published records — each pair's `annotation.md` with the `review.json`
+and `advantage-review.json` beside it (read by published_files.py, ORM-free) — as one annotator's
+submitted codings or as final labels. All or nothing: every record is checked before anything is
+stored, and a failure stores nothing."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -12,9 +15,12 @@ from activity.services import record as log
 from taxonomy.models import Code
 from trajectories.benchmarks import canonical_benchmark
 from trajectories.models import Run
+from trajectories.selectors import run_twin
 
 from ..errors import AnnotationError
 from ..models import Assignment, FinalCoding, FinalLabel, PublishedRecord, Study
+from ..published_files import PublishedPair
+from ..review_json import advantage_verdict, review_from_data
 from ..selectors.queue import annotation_for
 from .coding import LabelInput, anchor_problems, annotation_save, annotation_submit, numbered
 from .statistics import statistics_changed
@@ -29,53 +35,121 @@ class PublishedImportResult:
     unknown: list[str] = field(default_factory=list)  # labels not in the codebook: reported, kept in notes
     unresolved: list[str] = field(default_factory=list)  # anchors that cite no stored file and line: reported, kept
     contradictions: list[str] = field(default_factory=list)  # header outcomes the imported runs contradict
+    reviews: list[str] = field(default_factory=list)  # what each review beside the record decided
     error: str = ""
+
+
+class PublishedImportError(AnnotationError):
+    """Records that cannot be loaded, each named with why; nothing was stored."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
 
 
 AGENT_ALIASES = {"codex": "Codex", "claude": "Claude Code", "kimi": "Kimi Code"}
 
 
-def _published_run(study: Study, record, benchmark_hint: str) -> Run:
-    task_id = record.header.get("task_id") or record.pair_id.split("/")[0]
-    agent_raw = record.header.get("agent") or record.pair_id.split("/")[-1]
-    agent = AGENT_ALIASES.get(agent_raw, agent_raw)
-    runs = study.runs.filter(task__external_id=task_id, agent__name=agent, mode=Run.Mode.CONCURRENT)
-    if benchmark_hint and runs.count() > 1:
-        runs = runs.filter(task__benchmark__name=canonical_benchmark(benchmark_hint))
-    found = list(runs[:2])
+def _published_run(study: Study, pair: PublishedPair) -> Run:
+    agent = AGENT_ALIASES.get(pair.agent, pair.agent)
+    runs = study.runs.filter(task__external_id=pair.task_id, agent__name=agent, mode=Run.Mode.CONCURRENT)
+    found = list(runs.select_related("task__benchmark", "agent")[:5])
+    if len(found) > 1 and pair.benchmark_hint:
+        wanted = canonical_benchmark(pair.benchmark_hint)
+        found = [run for run in found if run.task.benchmark.name == wanted]
     if not found:
-        raise AnnotationError(f"{record.name}: no concurrent run of task {task_id!r} by {agent} in {study}")
+        raise AnnotationError(f"no concurrent run of task {pair.task_id!r} by {agent} in {study}")
     if len(found) > 1:
-        raise AnnotationError(f"{record.name}: task {task_id!r} by {agent} is ambiguous (several benchmarks)")
+        raise AnnotationError(f"task {pair.task_id!r} by {agent} is ambiguous (several benchmarks)")
     return found[0]
+
+
+def published_check(*, study: Study, pairs: list[PublishedPair], annotator: AbstractBaseUser | None) -> list[Run]:
+    """The run of every pair, once every pair has been checked: it must be found, once, and be
+    loadable — as final labels, it has none yet; as the annotator's coding, they code it in the study
+    (or it has a free coder's place for them) and have not submitted it. PublishedImportError lists
+    every problem. Writes nothing: `published_import` calls it first, and the command calls it on
+    the records that parse when others do not, to report every problem at once."""
+    problems: list[str] = []
+    if annotator is not None:
+        if not study.annotators.filter(pk=annotator.pk).exists():
+            raise PublishedImportError([
+                f"{annotator.get_username()} is not an annotator of {study}; published codings are loaded as one "
+                "of its annotators' (or --as-gold)"
+            ])  # fmt: skip
+        if study.closed_at is not None:
+            raise PublishedImportError([f"{study} is closed: reopen it first"])
+    runs: list[Run] = []
+    for pair in pairs:
+        try:
+            runs.append(_published_run(study, pair))
+        except AnnotationError as exc:
+            problems.append(f"{pair.display}: {exc}")
+    if problems:
+        raise PublishedImportError(problems)
+    seen = Counter(run.pk for run in runs)
+    finals = set(FinalCoding.objects.filter(study=study, run__in=runs).values_list("run_id", flat=True))
+    coders: dict[int, dict[int, str]] = {}
+    for assignment in Assignment.objects.filter(study=study, run__in=runs).select_related("annotator"):
+        coders.setdefault(assignment.run_id, {})[assignment.annotator_id] = assignment.annotator.get_username()
+    submitted = set()
+    if annotator is not None:
+        submitted = set(
+            Assignment.objects.filter(study=study, run__in=runs, annotator=annotator, annotation__status="submitted")
+            .values_list("run_id", flat=True)
+        )  # fmt: skip
+    for pair, run in zip(pairs, runs, strict=True):
+        where = f"{pair.display}: run #{run.pk} ({run.task.external_id} by {run.agent.name})"
+        if seen[run.pk] > 1:
+            problems.append(f"{where} is named by {seen[run.pk]} records of this import")
+        elif annotator is None:
+            if run.pk in finals:
+                problems.append(f"{where} already has final labels in {study}")
+        elif run.pk in submitted:
+            problems.append(f"{where}: {annotator.get_username()} has already submitted it")
+        elif annotator.pk not in coders.get(run.pk, {}) and len(coders.get(run.pk, {})) >= study.coders_per_run:
+            names = ", ".join(sorted(coders[run.pk].values()))
+            problems.append(
+                f"{where} already has its {study.coders_per_run} coders in {study} ({names}); "
+                f"{annotator.get_username()} is not one of them"
+            )
+    if problems:
+        raise PublishedImportError(problems)
+    return runs
 
 
 @transaction.atomic
 def published_import(
     *,
     study: Study,
-    record,
+    pairs: list[PublishedPair],
     actor: AbstractBaseUser | None = None,
     annotator: AbstractBaseUser | None = None,
-    benchmark_hint: str = "",
-) -> PublishedImportResult:
-    """Load one published record as `annotator`'s submitted annotation, or (annotator=None) as
-    the run's final labels with provenance 'imported'. Unknown labels are reported and kept
-    in the notes, never silently dropped."""
-    result = PublishedImportResult(source=record.name)
-    if annotator is not None and not study.annotators.filter(pk=annotator.pk).exists():
-        raise AnnotationError(
-            f"{record.name}: {annotator.get_username()} is not an annotator of {study}; published codings are "
-            "loaded as one of its annotators' (or --as-gold)"
-        )
-    run = _published_run(study, record, benchmark_hint)
-    result.run_id = run.pk
-    result.contradictions = _contradictions(record, run)
-    PublishedRecord.objects.create(
-        study=study, run=run, name=record.name[:500], text=record.text, header=record.header, imported_by=actor
-    )
+) -> list[PublishedImportResult]:
+    """Load the pairs' published records — as `annotator`'s submitted codings, or (annotator=None)
+    as the runs' final labels with provenance 'imported' — and keep every file with its run: its
+    text as published, its path in the artifact, its data. All or nothing: every pair is checked
+    first (PublishedImportError names each file that cannot be loaded and why), then all are loaded
+    in this one transaction. Unknown labels are reported and kept in the notes, never dropped."""
+    runs = published_check(study=study, pairs=pairs, annotator=annotator)
     codes = {c.name.lower(): c for c in Code.objects.filter(codebook=study.codebook).select_related("parent__parent")}
-    rejected_ids = {c.name.lower(): c.pk for c in codes.values()}
+    results = []
+    for pair, run in zip(pairs, runs, strict=True):
+        try:
+            results.append(_load(study, pair, run, codes, actor=actor, annotator=annotator))
+        except AnnotationError as exc:  # after the checks, still refused: nothing of this import stays
+            raise PublishedImportError([f"{pair.display}: {exc}"]) from exc
+    return results
+
+
+def _load(study: Study, pair: PublishedPair, run: Run, codes: dict[str, Code], *, actor, annotator):
+    record = pair.record
+    result = PublishedImportResult(source=pair.display, run_id=run.pk)
+    result.contradictions = _contradictions(pair, run)
+    _keep(study, run, kind=PublishedRecord.Kind.ANNOTATION, name=record.name, path=pair.path, text=record.text,
+          data=record.data(), actor=actor)  # fmt: skip
+    result.reviews = _keep_reviews(study, pair, run, actor=actor)
+    rejected_ids = {name: code.pk for name, code in codes.items()}
     picked: list[tuple[Code, object]] = []
     for failure in record.failures:
         top, sub, mode = failure.labels
@@ -94,13 +168,11 @@ def published_import(
         episode = 1 + sum(c.pk == code.pk for c, _ in picked)
         picked.append((code, failure))
         result.imported.append(code.name if episode == 1 else f"{code.name} (episode {episode})")
-    note = "Imported from " + record.name
+    note = "Imported from " + pair.display
     if result.unknown:
         note += "\nLabels not in the codebook: " + "; ".join(result.unknown)
     inputs = [LabelInput(code_id=code.pk, **_recorded(failure, rejected_ids)) for code, failure in picked]
     if annotator is None:
-        if FinalCoding.objects.filter(study=study, run=run).exists():
-            raise AnnotationError(f"{record.name}: run {run.pk} already has final labels in {study}")
         statistics_changed(study_id=study.pk)
         final = FinalCoding.objects.create(
             study=study,
@@ -112,7 +184,7 @@ def published_import(
         )
         log(
             "published.gold",
-            f"{record.name}: the study's published labels loaded as final labels",
+            f"{pair.display}: the study's published labels loaded as final labels",
             actor=actor,
             study_id=study.pk,
             run_id=run.pk,
@@ -138,8 +210,6 @@ def published_import(
     if assignment is None:
         assignment = assignment_add(study=study, run=run, annotator=annotator)
     annotation = annotation_for(assignment=assignment)
-    if annotation.is_submitted:
-        raise AnnotationError(f"{record.name}: {annotator} has already submitted run {run.pk}")
     annotation_save(
         annotation=annotation,
         actor=actor or annotator,
@@ -156,29 +226,68 @@ def published_import(
     problems = anchor_problems(run=run, labels=inputs)
     result.unresolved = [message for messages in problems.values() for message in messages]
     annotation_submit(annotation=annotation, actor=actor or annotator, version=annotation.version, check_anchors=False)
-    log("published.coding", f"{record.name}: the study's published labels loaded as "
+    log("published.coding", f"{pair.display}: the study's published labels loaded as "
            f"{annotator.get_username()}'s submitted coding", actor=actor, study_id=study.pk, run_id=run.pk,
            labels=result.imported, unknown=result.unknown, unresolved=result.unresolved)  # fmt: skip
     return result
 
 
+def _keep_reviews(study: Study, pair: PublishedPair, run: Run, *, actor) -> list[str]:
+    """Keep the reviews beside the record with its run, and say what they decided: the candidate
+    decisions, the retained patterns and whether those are the record's failure modes."""
+    said = []
+    for review in pair.reviews:
+        _keep(study, run, kind=review.kind, name=review.name, path=review.path, text=review.text, data=review.data,
+              actor=actor)  # fmt: skip
+        if review.kind == PublishedRecord.Kind.ADVANTAGE_REVIEW:
+            said.append(f"{review.display}: advantage decision {advantage_verdict(review.data).get('decision')!r}")
+            continue
+        decided = review_from_data(review.data, name=review.display)
+        retained = sorted(c.third_label for c in decided.retained)
+        line = (
+            f"{review.display}: {len(decided.candidates)} candidate decisions ({decided.anchor_count} anchors), "
+            f"{len(retained)} retained{' (' + ', '.join(retained) + ')' if retained else ''}"
+        )
+        if decided.patterns:
+            counts = ", ".join(f"{p.third_label} {len(p.parallel_evidence)} + {len(p.serial_contrast)}"
+                               for p in decided.patterns)  # fmt: skip
+            line += f"; retained patterns with evidence + contrast anchors: {counts}"
+        said.append(line)
+        in_record = sorted({failure.labels[2] for failure in pair.record.failures})
+        if in_record != sorted(set(retained)):
+            said.append(
+                f"{review.display}: retains {', '.join(retained) or 'nothing'} but {pair.display} labels "
+                f"{', '.join(in_record) or 'nothing'}"
+            )
+    if said:
+        log("published.reviews", "; ".join(said), actor=actor, study_id=study.pk, run_id=run.pk)
+    return said
+
+
+def _keep(study: Study, run: Run, *, kind: str, name: str, path: str, text: str, data: dict, actor) -> None:
+    """Store a published file with its run, once: the same file loaded again (for another
+    annotator, say) is the same record."""
+    if PublishedRecord.objects.filter(study=study, run=run, kind=kind, text=text).exists():
+        return
+    PublishedRecord.objects.create(study=study, run=run, kind=kind, name=name[:500], path=path[:500], text=text,
+                                   data=data, imported_by=actor)  # fmt: skip
+
+
 OUTCOME_KEYS = (("parallel_solution_passed", "concurrent"), ("serial_solution_passed", "sequential"))
 
 
-def _contradictions(record, run: Run) -> list[str]:
+def _contradictions(pair: PublishedPair, run: Run) -> list[str]:
     """Header outcomes (`parallel_solution_passed: true` …) that the imported runs contradict."""
-    from trajectories.selectors import run_twin
-
     sides = {"concurrent": run, "sequential": run_twin(run=run)}
     found = []
     for key, mode in OUTCOME_KEYS:
-        stated = {"true": True, "false": False}.get(record.header.get(key, "").strip().lower())
+        stated = {"true": True, "false": False}.get(pair.record.header.get(key, "").strip().lower())
         side = sides[mode]
         if stated is None or side is None or side.task_pass is None:
             continue
         if stated != side.task_pass:
             found.append(
-                f"{record.name}: field '{key}' says {str(stated).lower()}, but the imported {mode} run #{side.pk} "
+                f"{pair.display}: field '{key}' says {str(stated).lower()}, but the imported {mode} run #{side.pk} "
                 f"{'passed' if side.task_pass else 'failed'}"
             )
     return found
@@ -197,30 +306,3 @@ def _recorded(failure, rejected_ids: dict[str, int]) -> dict:
         "episode_id": fields.get("episode_id", ""),
         "comparative_role": fields.get("comparative_role", ""),
     }
-
-
-@transaction.atomic
-def published_reviews_import(*, study: Study, run_id: int, files: dict[str, str], actor=None) -> list[str]:
-    """Keep the structured reviews beside a pair's annotation.md (`review.json`, `advantage-review.json`,
-    name -> text) whole with its run, and say what they hold: the candidate decisions and whether the
-    retained ones are the record's failure modes."""
-    from ..review_json import parse_advantage_review, parse_review
-
-    run = Run.objects.get(pk=run_id)
-    said = []
-    for name, text in files.items():
-        if name.endswith("advantage-review.json"):
-            header = {"kind": "advantage-review", **parse_advantage_review(text, name=name)}
-            said.append(f"{name}: advantage decision {header.get('decision')!r}")
-        else:
-            review = parse_review(text, name=name)
-            retained = sorted(c.third_label for c in review.retained)
-            header = {"kind": "review", "candidates": len(review.candidates), "retained": retained,
-                      "decisions": [vars(c) for c in review.candidates]}  # fmt: skip
-            said.append(f"{name}: {len(review.candidates)} candidate decisions, {len(retained)} retained"
-                        f"{' (' + ', '.join(retained) + ')' if retained else ''}")  # fmt: skip
-        PublishedRecord.objects.create(
-            study=study, run=run, name=name[:500], text=text, header=header, imported_by=actor
-        )
-    log("published.reviews", "; ".join(said), actor=actor, study_id=study.pk, run_id=run.pk)
-    return said

@@ -17,9 +17,11 @@ from trajectories.exports import csv_lines
 
 from ..access import lead_study
 from ..forms import AnalysisSettingsForm
-from ..models import AdvantageTag, Study
+from ..models import AdvantageTag, PublishedRecord, Study
+from ..published_files import KIND_FILES
 from ..selectors import bundle, dashboard, history, statistics
 from ..selectors.exports import EXPORT_KINDS, export
+from ..selectors.published import published_records_shown
 from ..services.analysis import study_analysis_update
 from ..services.review import advantage_tag
 from ..services.statistics import statistics_request
@@ -209,9 +211,20 @@ def run_history(request: HtmxHttpRequest, study_id: int, run_id: int) -> HttpRes
     study = lead_study(request.user, study_id)
     run = get_object_or_404(study.runs.select_related("task__benchmark", "agent"), pk=run_id)
     rows = history.run_history(study=study, run_id=run.pk)
-    records = run.published_records.filter(study=study)
+    records = published_records_shown(study=study, run=run)
     context = {"study": study, "run": run, "rows": rows, "records": records}
     return render(request, "annotation/run_history.html", context)
+
+
+@require_GET
+def published_file(request: HtmxHttpRequest, study_id: int, run_id: int, record_id: int) -> HttpResponse:
+    """One of the study's published files of a run's pair, as it was published (its text kept whole)."""
+    study = lead_study(request.user, study_id)
+    record = get_object_or_404(PublishedRecord, pk=record_id, study=study, run_id=run_id)
+    media = "text/plain" if record.kind == PublishedRecord.Kind.ANNOTATION else "application/json"
+    response = HttpResponse(record.text, content_type=f"{media}; charset=utf-8")
+    response["Content-Disposition"] = f'inline; filename="{KIND_FILES[record.kind]}"'
+    return response
 
 
 @require_GET

@@ -15,6 +15,7 @@ from activity.models import ActivityEntry
 from annotation.annotation_md import parse_annotation_md
 from annotation.errors import AnnotationError
 from annotation.models import Annotation, Discussion, FinalCoding, FinalLabel, Label
+from annotation.published_files import PublishedPair
 from annotation.selectors.dashboard import agreement_input, study_failure_modes
 from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
@@ -174,7 +175,7 @@ def test_published_episodes_are_gold_instances_and_round_trip(dictdb_study, tmp_
     block = text[text.index("## Failure 1") :]
     second = block.replace("## Failure 1", "## Failure 2").replace("episode_id: ", "episode_id: second-", 1)
     record = parse_annotation_md(text + "\n" + second, name="two/annotation.md")
-    result = published_import(study=dictdb_study, record=record)
+    [result] = published_import(study=dictdb_study, pairs=[PublishedPair(record=record)])
     assert result.imported == ["Final-Tree Overwrite", "Final-Tree Overwrite (episode 2)"]
     labels = list(FinalLabel.objects.filter(final__study=dictdb_study).order_by("instance"))
     assert [x.instance for x in labels] == [1, 2] and labels[1].episode_id.startswith("second-")

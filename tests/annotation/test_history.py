@@ -61,7 +61,7 @@ def test_the_history_shows_the_published_record_in_the_page(study, adjudicator):
     from annotation.models import PublishedRecord
 
     run = study.runs.order_by("pk").first()
-    PublishedRecord.objects.create(study=study, run=run, name="annotation.md", text="pair_id: x/codex\n", header={})
+    PublishedRecord.objects.create(study=study, run=run, name="annotation.md", text="pair_id: x/codex\n")
     page = client_for(adjudicator).get(f"/annotate/studies/{study.pk}/runs/{run.pk}/history/").content.decode()
     title = page.split("<title>")[1].split("</title>")[0]
     assert "pair_id" not in title and "pair_id: x/codex" in page.split("</title>")[1]

@@ -7,12 +7,19 @@ import pytest
 from annotation.annotation_md import PublishedFormatError, parse_annotation_md
 from annotation.errors import AnnotationError
 from annotation.models import Annotation, FinalCoding
+from annotation.published_files import PublishedPair
 from annotation.services.published import published_import
 from annotation.services.studies import study_create
 from tests.conftest import REAL, simple_run, write_jsonl
 from trajectories.services import import_paths
 
 SAMPLE = REAL / "paper-annotations" / "nl2repo__dictdatabase__codex" / "annotation.md"
+
+
+def load(study, record, folder: str = "", **who):
+    """One record loaded on its own (its pair folder as the artifact names it, if given)."""
+    [result] = published_import(study=study, pairs=[PublishedPair(record=record, folder=folder)], **who)
+    return result
 
 
 def test_parse_real_sample():
@@ -48,7 +55,7 @@ def dictdb_study(db, tmp_path, codebook, trio, adjudicator):
 
 def test_import_as_an_annotators_submitted_labels(dictdb_study, trio):
     record = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
-    result = published_import(study=dictdb_study, record=record, annotator=trio[0])
+    result = load(dictdb_study, record, annotator=trio[0])
     assert result.imported == ["Final-Tree Overwrite"] and result.unknown == []
     annotation = Annotation.objects.get(assignment__annotator=trio[0])
     assert annotation.is_submitted
@@ -63,7 +70,7 @@ def test_import_as_an_annotators_submitted_labels(dictdb_study, trio):
 
 def test_import_as_gold(dictdb_study):
     record = parse_annotation_md(SAMPLE.read_text())
-    published_import(study=dictdb_study, record=record)
+    load(dictdb_study, record)
     final = FinalCoding.objects.get()
     assert final.provenance == "imported" and [fl.code.key for fl in final.labels.all()] == ["final-tree-overwrite"]
     label = final.labels.get()
@@ -80,7 +87,7 @@ def test_import_as_gold(dictdb_study):
 
 def test_unknown_labels_are_reported_and_kept(dictdb_study, trio):
     text = SAMPLE.read_text().replace("third_label: Final-Tree Overwrite", "third_label: Telepathic Merge")
-    result = published_import(study=dictdb_study, record=parse_annotation_md(text), annotator=trio[0])
+    result = load(dictdb_study, parse_annotation_md(text), annotator=trio[0])
     assert result.unknown == ["Failure 1: Shared State and Merge Problems > Concurrent Writes > Telepathic Merge"]
     annotation = Annotation.objects.get(assignment__annotator=trio[0])
     assert "Telepathic Merge" in annotation.notes and not annotation.is_submitted
@@ -88,7 +95,7 @@ def test_unknown_labels_are_reported_and_kept(dictdb_study, trio):
 
 def test_label_under_the_wrong_parent_is_reported(dictdb_study):
     text = SAMPLE.read_text().replace("sub_label: Concurrent Writes", "sub_label: Overloaded Handoff")
-    result = published_import(study=dictdb_study, record=parse_annotation_md(text))
+    result = load(dictdb_study, parse_annotation_md(text))
     assert "files Final-Tree Overwrite under" in result.unknown[0]
 
 
@@ -99,7 +106,7 @@ def test_missing_run_is_an_error(dictdb_study):
         .replace("pair_id: dictdatabase", "pair_id: nope")
     )
     with pytest.raises(AnnotationError, match="no concurrent run of task 'nope'"):
-        published_import(study=dictdb_study, record=parse_annotation_md(text))
+        load(dictdb_study, parse_annotation_md(text))
 
 
 def test_a_record_is_kept_whole_and_its_oddities_reported(dictdb_study, trio, adjudicator, outsider):
@@ -115,11 +122,11 @@ def test_a_record_is_kept_whole_and_its_oddities_reported(dictdb_study, trio, ad
     record = parse_annotation_md(odd, name="odd/annotation.md")
     assert record.pair_id == "dictdatabase/codex"
     assert record.failures[0].fields["reasoning"].split("\n")[1].startswith("still the same reasoning, had live")
-    assert "Task-Solving Difference" in record.sections and record.text == odd
+    assert "Task-Solving Difference" in [s.title for s in record.sections] and record.text == odd
     for wrong in (adjudicator, outsider):
         with pytest.raises(AnnotationError, match="is not an annotator of"):
-            published_import(study=dictdb_study, record=record, annotator=wrong)
-    result = published_import(study=dictdb_study, record=record, annotator=trio[0])
+            load(dictdb_study, record, annotator=wrong)
+    result = load(dictdb_study, record, annotator=trio[0])
     # the second block of the same mode is its second episode: an instance of its own, every field kept
     assert result.imported == ["Final-Tree Overwrite", "Final-Tree Overwrite (episode 2)"]
     first, second = Annotation.objects.get(assignment__annotator=trio[0]).labels.order_by("instance")
@@ -129,7 +136,7 @@ def test_a_record_is_kept_whole_and_its_oddities_reported(dictdb_study, trio, ad
     # the header says the serial run failed; the imported sequential run passed
     assert len(result.contradictions) == 1 and "field 'serial_solution_passed' says false" in result.contradictions[0]
     stored = PublishedRecord.objects.get()
-    assert stored.text == odd and stored.header["outcome_relation"] == "parallel_only_pass"
+    assert stored.text == odd and stored.data["header"]["outcome_relation"] == "parallel_only_pass"
 
 
 def test_import_export_import_gives_the_same_record(dictdb_study, tmp_path):
@@ -138,7 +145,7 @@ def test_import_export_import_gives_the_same_record(dictdb_study, tmp_path):
     from django.core.management import call_command
 
     original = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
-    published_import(study=dictdb_study, record=original)
+    load(dictdb_study, original)
     call_command("export_published", str(dictdb_study.pk), "--out", str(tmp_path / "out"), stdout=io.StringIO())
     written = list((tmp_path / "out").rglob("annotation.md"))
     assert len(written) == 1 and written[0].parent.name == "Codex"
@@ -151,7 +158,7 @@ def test_import_export_import_gives_the_same_record(dictdb_study, tmp_path):
 
     other = study_create(name="Q", codebook=dictdb_study.codebook, annotators=list(dictdb_study.annotators.all()),
                          adjudicator=dictdb_study.adjudicator)  # fmt: skip
-    published_import(study=other, record=again)
+    load(other, again)
     first, second = (FinalCoding.objects.get(study=s).labels.get().content() for s in (dictdb_study, other))
     assert first == second
 
@@ -169,12 +176,13 @@ def test_the_structured_reviews_are_kept_and_summarised(dictdb_study, trio, tmp_
     shutil.copytree(SAMPLE.parent, folder)
     out = io.StringIO()
     call_command("import_published", str(dictdb_study.pk), str(folder), "--as-annotator", trio[0].username, stdout=out)
-    assert "32 candidate decisions, 1 retained (Final-Tree Overwrite)" in out.getvalue()
+    assert "32 candidate decisions (7 anchors), 1 retained (Final-Tree Overwrite)" in out.getvalue()
     assert "advantage decision 'exclude'" in out.getvalue()
-    kinds = sorted(r.header.get("kind", "annotation") for r in PublishedRecord.objects.all())
-    assert kinds == ["advantage-review", "annotation", "review"]
-    review = PublishedRecord.objects.get(header__kind="review")
-    assert review.text == (SAMPLE.parent / "review.json").read_text() and len(review.header["decisions"]) == 32
+    stored = {r.kind: r for r in PublishedRecord.objects.all()}
+    assert sorted(stored) == ["advantage-review", "annotation", "review"]
+    assert stored["review"].path == "nl2repo/dictdatabase/codex/review.json"  # the flattened folder's parts
+    review = stored["review"]
+    assert review.text == (SAMPLE.parent / "review.json").read_text() and len(review.data["taxonomy_decisions"]) == 13
     bad = (SAMPLE.parent / "review.json").read_text().replace('"decision": "reject"', '"decision": "maybe"', 1)
     with pytest.raises(ReviewFormatError, match=r"field 'taxonomy_decisions\[0\]\.candidates\[0\]\.decision'"):
         parse_review(bad, name="review.json")
@@ -185,7 +193,7 @@ def test_a_value_of_several_paragraphs_survives_export_and_import():
 
     reasoning = "[ann1] the child overwrote the tree.\n\n[ann2] note: the parent re-applied it.\n  indented"
     text = render_annotation_md(
-        header={"pair_id": "t/codex"}, prose="",
+        data={"header": {"pair_id": "t/codex"}},
         failures=[{"top_label": "A", "sub_label": "B", "third_label": "C", "reasoning": reasoning,
                    "parallel_evidence": ["parallel/x.jsonl:3"], "rejection_reason": "single line"}],
     )  # fmt: skip
@@ -206,6 +214,6 @@ def test_the_folder_hint_finds_the_benchmark_in_any_spelling(tmp_path, codebook,
     study = study_create(name="P", codebook=codebook, annotators=trio, adjudicator=adjudicator)
     record = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
     with pytest.raises(AnnotationError, match="ambiguous"):
-        published_import(study=study, record=record, annotator=trio[0])
-    result = published_import(study=study, record=record, annotator=trio[0], benchmark_hint="nl2repo")
+        load(study, record, annotator=trio[0])
+    result = load(study, record, "nl2repo/dictdatabase/codex", annotator=trio[0])
     assert study.runs.get(pk=result.run_id).task.benchmark.name == "NL2RepoBench"

@@ -5,17 +5,17 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.annotation_md import PublishedFormatError, parse_annotation_md
-from annotation.errors import AnnotationError
 from annotation.management.studies import study_from_ref
-from annotation.review_json import ReviewFormatError
-from annotation.services.published import published_import, published_reviews_import
+from annotation.published_files import FORMAT_ERRORS, read_pair
+from annotation.services.published import PublishedImportError, published_check, published_import
 
 
 class Command(BaseCommand):
     help = (
-        "Load the study's published annotation records (annotation.md, one per pair) as one annotator's "
-        "submitted labels (--as-annotator USER) or as final labels (--as-gold). Folders are searched."
+        "Load the study's published records (annotation.md, one per pair, with the review.json and "
+        "advantage-review.json beside it) as one annotator's submitted labels (--as-annotator USER) or as "
+        "final labels (--as-gold). Folders are searched. All or nothing: every record is checked first, and "
+        "if one cannot be loaded nothing is stored."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -35,38 +35,36 @@ class Command(BaseCommand):
         files = []
         for path in options["paths"]:
             files.extend(sorted(path.rglob("annotation.md")) if path.is_dir() else [path])
-        failed = 0
+        if not files:
+            raise CommandError("no annotation.md found under " + ", ".join(map(str, options["paths"])))
+        pairs, problems = [], []
         for file in files:
-            hint = file.parent.name.split("__")[0] if "__" in file.parent.name else ""
             try:
-                record = parse_annotation_md(file.read_text(encoding="utf-8"), name=str(file))
-                result = published_import(study=study, record=record, annotator=annotator, benchmark_hint=hint)
-            except (PublishedFormatError, AnnotationError, OSError, UnicodeDecodeError) as exc:
-                failed += 1
-                self.stderr.write(self.style.ERROR(f"FAILED {exc}"))
-                continue
-            self.stdout.write(f"run #{result.run_id}: {', '.join(result.imported) or 'no known label'}")
+                pairs.append(read_pair(file))
+            except FORMAT_ERRORS as exc:
+                problems.append(str(exc))
+        try:
+            if problems:  # nothing is stored; the records that do parse are checked too, to say everything at once
+                published_check(study=study, pairs=pairs, annotator=annotator)
+            else:
+                results = published_import(study=study, pairs=pairs, annotator=annotator)
+        except PublishedImportError as exc:
+            problems += exc.problems
+        if problems:
+            for problem in problems:
+                self.stderr.write(self.style.ERROR(f"FAILED {problem}"))
+            raise CommandError(f"{len(problems)} of {len(files)} record(s) cannot be loaded: nothing was stored")
+        for result in results:
+            labels = ", ".join(result.imported) or ("no label in the codebook" if result.unknown else "no failure mode")
+            self.stdout.write(f"run #{result.run_id}: {labels}  ({result.source})")
             for unknown in result.unknown:
                 self.stdout.write(self.style.WARNING(f"  unknown label (kept in notes): {unknown}"))
             for anchor in result.unresolved:
                 self.stdout.write(self.style.WARNING(f"  anchor not in the imported files (kept): {anchor}"))
             for contradiction in result.contradictions:
                 self.stdout.write(self.style.WARNING(f"  outcome contradicted: {contradiction}"))
-            reviews = {
-                str(path): path.read_text(encoding="utf-8")
-                for path in (file.parent / "review.json", file.parent / "advantage-review.json")
-                if path.is_file()
-            }
-            if reviews and result.run_id is not None:
-                try:
-                    said = published_reviews_import(study=study, run_id=result.run_id, files=reviews)
-                except ReviewFormatError as exc:
-                    failed += 1
-                    self.stderr.write(self.style.ERROR(f"FAILED {exc}"))
-                    continue
-                for line in said:
-                    self.stdout.write(f"  {line}")
+            for line in result.reviews:
+                self.stdout.write(f"  {line}")
             if result.error:
                 self.stdout.write(self.style.WARNING(f"  {result.error}"))
-        if failed:
-            raise CommandError(f"{failed} record(s) failed")
+        self.stdout.write(self.style.SUCCESS(f"loaded {len(results)} record(s) into {study}"))
