@@ -30,9 +30,10 @@ from django.utils import timezone
 from activity.services import record
 
 from . import archives, signatures
+from .evaluation import F2P, P2P, CellTests
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
 from .formats.records import FormatError, RunSource
-from .models import AgentContext, Event, ImportBatch, Run, SignatureHit
+from .models import AgentContext, Event, ImportBatch, Run, SignatureHit, TestOutcome
 from .signals import signatures_replaced
 from .writer import NOTE_MAX, Lookups, new_run, signature_hit_rows, store_files, store_run
 
@@ -102,6 +103,7 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
             with transaction.atomic():
                 store_run(run=run, source=source, records=parser_for(source.format).parse(source), lookups=lookups)
                 store_files(run=run, source=source, log_lines=lines, limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
+                run_tests_store(run=run, tests=source.tests)
         except BaseException:
             lookups.forget()  # the rows the run created are rolled back with it
             raise
@@ -116,6 +118,45 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
         return RunResult(source.name, "failed", message=f"{source.name}: database rejected the run ({exc})")
     lookups.keep()
     return RunResult(source.name, "imported", run_id=run.pk, warnings=run.warnings, events=run.n_events)
+
+
+def run_tests_store(*, run: Run, tests: CellTests | None) -> None:
+    """A run's per-test results (TestOutcome rows, one per test and file read) and where its counts
+    come from, inside the caller's transaction (run_import's): a run is stored with its tests or not
+    at all. The run's tests passed/total were set from the same reading at discovery
+    (formats/detect.py); the file they came from and SWE-bench's group counts are set here."""
+    if tests is None or not tests.readings:
+        return
+    listed = tests.listed
+    rows, position = [], 0
+    for reading in tests.readings:
+        for test in reading.tests:
+            rows.append(
+                TestOutcome(
+                    run=run,
+                    source=reading.file,
+                    primary=reading is listed,
+                    position=position,
+                    name=test.name,
+                    outcome=test.outcome,
+                    group=test.group,
+                    line=test.line,
+                    detail=test.detail,
+                )
+            )
+            position += 1
+    TestOutcome.objects.bulk_create(rows, batch_size=1000)
+    fields: dict[str, object] = {}
+    if tests.counts is not None and (run.tests_passed, run.tests_total) == tests.counts:
+        fields["tests_source"] = tests.source  # unless a manifest gave the run other counts
+    report = tests.report
+    if report is not None:
+        for prefix, group in (("f2p", F2P), ("p2p", P2P)):
+            fields[f"{prefix}_passed"], fields[f"{prefix}_total"] = report.group_counts(group)
+    if fields:
+        for name, value in fields.items():
+            setattr(run, name, value)
+        Run.objects.filter(pk=run.pk).update(**fields)
 
 
 def _backfill_files(*, run_id: int, source: RunSource, lines: dict) -> str:

@@ -154,6 +154,8 @@ def run_file(request: HtmxHttpRequest, run_id: int, file_id: int) -> HttpRespons
         context["events"] = selectors.events_at_line(file=file, start=start, end=end) if start else []
     else:
         context.update(selectors.artifact_digest(file.kind, file.content))
+        if file.kind in (RunFile.Kind.EVALUATION, RunFile.Kind.TEST_OUTPUT):
+            context.update(selectors.file_tests(file=file))  # read at import (TestOutcome)
         context["lines"] = list(enumerate(file.content.splitlines(), start=1))
     return render(request, "trajectories/run_file.html", context)
 

@@ -13,6 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..evaluation import CellTests
 
 CONCURRENT = "concurrent"
 SEQUENTIAL = "sequential"
@@ -128,6 +132,7 @@ class RunSource:
     notes: list[str] = field(default_factory=list)  # warnings found while grouping files into this run
     base: Path | None = None  # the run's own folder (a study cell): stored file paths are relative to it
     artifacts: list[Path] = field(default_factory=list)  # files kept beside the logs (patch, final answer …)
+    tests: CellTests | None = None  # a cell's per-test results, read from its evaluation (evaluation.py)
 
     def display(self, path: Path) -> str:
         if self.root is not None:
