@@ -18,7 +18,7 @@ from config.responses import invalid_parameter
 from . import selectors, services, tasks
 from .access import HINTS_SHOWN, hint_access, visible_runs
 from .artifacts import AnchorError
-from .exports import METRICS_COLUMNS, by_pk, csv_lines, metrics_rows
+from .exports import METRICS_COLUMNS, TEST_COLUMNS, by_pk, csv_lines, metrics_rows, test_rows
 from .formats.records import EVENT_KINDS, FormatError
 from .forms import UploadForm
 from .models import AgentContext, ImportBatch, Run, RunFile
@@ -182,6 +182,16 @@ def metrics_csv(request: HtmxHttpRequest) -> StreamingHttpResponse:
     rows = metrics_rows(by_pk(visible_runs(request.user, selectors.run_list(filters=filters))))
     response = StreamingHttpResponse(csv_lines(rows, METRICS_COLUMNS), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="parallax-run-metrics.csv"'
+    return response
+
+
+@require_GET
+def tests_csv(request: HtmxHttpRequest) -> StreamingHttpResponse:
+    """One row per run × test (each run's test list), for the runs the run list's filters pick."""
+    filters = selectors.run_filters(request.GET)
+    rows = test_rows(visible_runs(request.user, selectors.run_list(filters=filters)))
+    response = StreamingHttpResponse(csv_lines(rows, TEST_COLUMNS), content_type="text/csv")
+    response["Content-Disposition"] = 'attachment; filename="parallax-run-tests.csv"'
     return response
 
 

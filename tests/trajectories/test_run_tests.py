@@ -1,4 +1,5 @@
-"""A run's per-test results stored at import (TestOutcome), shown on the pair page and the file page.
+"""A run's per-test results stored at import (TestOutcome), shown on the pair page and the file page,
+and exported (the metrics export's group counts, the per-test CSV, `export_metrics --tests`, the API).
 
 The cells here are written in the study's layout with test output in the shapes the runners write;
 the study's own files are in test_real_task_folder.py. Each cell's log is the real `codex exec --json`
@@ -6,13 +7,17 @@ excerpt (tests/fixtures/artifact-excerpts)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
 
 from tests.conftest import FIXTURES, client_for
 from trajectories import evaluation as ev
@@ -224,3 +229,92 @@ def test_tests_are_shown_only_to_those_who_see_the_run(pair, outsider, annotator
         client = client_for(user)
         assert client.get(f"/trajectories/runs/{concurrent.pk}/").status_code == 404
         assert client.get(f"/trajectories/runs/{concurrent.pk}/files/{output.pk}/").status_code == 404
+
+
+# -- exports -----------------------------------------------------------------------------------------
+
+
+def read_csv(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_the_per_test_export_has_a_row_per_run_and_test(pair, tmp_path, browser_client):
+    concurrent, sequential = pair
+    cell = pair_folder(tmp_path) / "parallel"
+    first, second = ("test_ok_0000 (proj.tests.OkTests)", "test_bad_0000 (proj.tests.BadTests)")
+    response = browser_client.get("/trajectories/tests.csv")
+    assert response["Content-Disposition"] == 'attachment; filename="parallax-run-tests.csv"'
+    rows = read_csv(b"".join(response.streaming_content).decode())
+    assert list(rows[0]) == ["run_id", "benchmark", "task_id", "agent", "mode", "test", "group", "outcome", "detail",
+                             "file", "line"]  # fmt: skip
+    assert [(r["run_id"], r["test"], r["group"], r["outcome"], r["line"]) for r in rows[:2]] == [
+        (str(concurrent.pk), first, "FAIL_TO_PASS", "passed", str(line_of(cell, f"{OFFICIAL}/report.json", first))),
+        (str(concurrent.pk), second, "FAIL_TO_PASS", "failed", str(line_of(cell, f"{OFFICIAL}/report.json", second))),
+    ]
+    assert len(rows) == 4 + 5 and {r["file"] for r in rows[4:]} == {f"{OFFICIAL}/test_output.txt"}
+    assert rows[4]["mode"] == "sequential" and rows[4]["benchmark"] == "SWE-bench Verified"
+    only = read_csv(b"".join(browser_client.get("/trajectories/tests.csv?mode=sequential").streaming_content).decode())
+    assert {r["run_id"] for r in only} == {str(sequential.pk)}
+
+
+def test_the_per_test_export_streams_many_runs_in_batches(tmp_path, browser_client, monkeypatch):
+    from trajectories import exports
+
+    for i in range(3):
+        write_cell(tmp_path, "serial", {"cell/evaluation/out.txt": django_output(3, 1)}, task=f"proj__proj-{i}")
+    import_paths(paths=[tmp_path])
+    rows = list(exports.test_rows(Run.objects.all(), size=2))  # 2 runs, then 1; 2 tests a page
+    assert len(rows) == 12 and [r["run_id"] for r in rows] == sorted(r["run_id"] for r in rows)
+    by_run = {}
+    for row in rows:
+        by_run.setdefault(row["run_id"], []).append(row["test"])
+    assert all(tests[-1] == "test_bad_0000 (proj.tests.BadTests)" for tests in by_run.values())  # file order
+
+
+def test_anonymous_users_get_no_export_and_annotators_only_their_runs(pair, client, outsider):
+    response = client.get("/trajectories/tests.csv")
+    assert response.status_code == 302 and response.url.startswith("/accounts/login/")
+    body = b"".join(client_for(outsider).get("/trajectories/tests.csv").streaming_content).decode()
+    assert read_csv(body) == []
+
+
+def test_the_run_list_links_both_exports(pair, browser_client):
+    page = browser_client.get("/trajectories/?mode=concurrent").content.decode()
+    assert 'href="/trajectories/metrics.csv?mode=concurrent"' in page
+    assert 'href="/trajectories/tests.csv?mode=concurrent"' in page
+
+
+def test_the_metrics_export_and_the_api_carry_the_group_counts(pair, adjudicator):
+    concurrent, sequential = pair
+    out = io.StringIO()
+    call_command("export_metrics", stdout=out)
+    rows = {int(r["run_id"]): r for r in read_csv(out.getvalue())}
+    assert [rows[concurrent.pk][k] for k in ("tests_passed", "tests_total", "f2p_passed", "f2p_total", "p2p_passed",
+                                             "p2p_total")] == ["3", "4", "1", "2", "2", "2"]  # fmt: skip
+    assert rows[sequential.pk]["f2p_total"] == "" and rows[sequential.pk]["tests_source"].endswith("test_output.txt")
+    api = APIClient()
+    api.force_authenticate(adjudicator)
+    listed = {row["id"]: row for row in api.get("/api/runs/").json()["results"]}
+    assert (listed[concurrent.pk]["f2p_passed"], listed[concurrent.pk]["p2p_total"]) == (1, 2)
+    assert listed[sequential.pk]["f2p_passed"] is None
+
+
+def test_export_metrics_tests_writes_csv_and_json(pair, tmp_path):
+    concurrent, _ = pair
+    out = io.StringIO()
+    call_command("export_metrics", "--tests", "--mode", "concurrent", stdout=out)
+    rows = read_csv(out.getvalue())
+    assert [(r["test"], r["outcome"]) for r in rows] == [
+        ("test_ok_0000 (proj.tests.OkTests)", "passed"),
+        ("test_bad_0000 (proj.tests.BadTests)", "failed"),
+        ("test_ok_0001 (proj.tests.OkTests)", "passed"),
+        ("test_ok_0002 (proj.tests.OkTests)", "passed"),
+    ]
+    out = io.StringIO()
+    call_command("export_metrics", "--tests", "--format", "json", stdout=out)
+    data = json.loads(out.getvalue())
+    line = line_of(pair_folder(tmp_path) / "parallel", f"{OFFICIAL}/report.json", "test_bad_0000")
+    assert len(data) == 9 and data[1] == {**rows[1], "run_id": concurrent.pk, "line": line}
+    out = io.StringIO()
+    call_command("export_metrics", "--tests", "--format", "json", "--agent", "nobody", stdout=out)
+    assert json.loads(out.getvalue()) == []
