@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterable, Iterator
 from itertools import batched
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from config.spreadsheet import spreadsheet_safe
 
@@ -82,16 +82,21 @@ def test_rows(runs: QuerySet[Run], size: int = 500) -> Iterator[dict[str, object
 
 
 def _run_order(tests: QuerySet[TestOutcome], size: int) -> Iterator[TestOutcome]:
-    """`tests` by run, then position, `size` at a time: each batch an indexed range query from where
-    the last one stopped (the index leads with run, primary, position)."""
-    last: tuple[int, int] | None = None
+    """`tests` by run, then position, `size` at a time. Each page is an index range (the index leads with
+    run, primary, position): the rest of the run the last page stopped in, else the runs after it. A
+    single `(run > a) OR (run = a AND position > b)` would make every page scan from the first row again."""
+    key: tuple[int, int] | None = None
     while True:
-        page = tests if last is None else tests.filter(Q(run_id__gt=last[0]) | Q(run_id=last[0], position__gt=last[1]))
-        batch = list(page.order_by("run_id", "position")[:size])
-        yield from batch
-        if len(batch) < size:
+        batch: list[TestOutcome] = []
+        if key is not None:
+            batch = list(tests.filter(run_id=key[0], position__gt=key[1]).order_by("position")[:size])
+        if not batch:
+            after = tests if key is None else tests.filter(run_id__gt=key[0])
+            batch = list(after.order_by("run_id", "position")[:size])
+        if not batch:
             return
-        last = (batch[-1].run_id, batch[-1].position)
+        yield from batch
+        key = (batch[-1].run_id, batch[-1].position)
 
 
 def csv_lines(rows: Iterable[dict[str, object]], columns: tuple[str, ...]) -> Iterator[str]:

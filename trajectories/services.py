@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connections, router, transaction
 from django.utils import timezone
 
 from activity.services import record
@@ -120,6 +120,9 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
     return RunResult(source.name, "imported", run_id=run.pk, warnings=run.warnings, events=run.n_events)
 
 
+TEST_OUTCOME_COLUMNS = ("run", "source", "primary", "position", "name", "outcome", "group", "line", "detail")
+
+
 def run_tests_store(*, run: Run, tests: CellTests | None) -> None:
     """A run's per-test results (TestOutcome rows, one per test and file read) and where its counts
     come from, inside the caller's transaction (run_import's): a run is stored with its tests or not
@@ -128,24 +131,24 @@ def run_tests_store(*, run: Run, tests: CellTests | None) -> None:
     if tests is None or not tests.readings:
         return
     listed = tests.listed
-    rows, position = [], 0
-    for reading in tests.readings:
-        for test in reading.tests:
-            rows.append(
-                TestOutcome(
-                    run=run,
-                    source=reading.file,
-                    primary=reading is listed,
-                    position=position,
-                    name=test.name,
-                    outcome=test.outcome,
-                    group=test.group,
-                    line=test.line,
-                    detail=test.detail,
-                )
-            )
-            position += 1
-    TestOutcome.objects.bulk_create(rows, batch_size=1000)
+    rows = [
+        (run.pk, reading.file, reading is listed, position, test.name, test.outcome, test.group, test.line, test.detail)
+        for position, (reading, test) in enumerate((r, t) for r in tests.readings for t in r.tests)
+    ]
+    # Plain rows, not bulk_create (a model instance per test cost 50 µs a row, ten times the parsing), written
+    # the way the importer writes events (writer.py): COPY on PostgreSQL, executemany elsewhere.
+    conn = connections[router.db_for_write(TestOutcome)]
+    qn = conn.ops.quote_name
+    table = qn(TestOutcome._meta.db_table)
+    columns = ", ".join(qn(TestOutcome._meta.get_field(name).column) for name in TEST_OUTCOME_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(TEST_OUTCOME_COLUMNS))
+    with conn.wrap_database_errors, conn.cursor() as cursor:
+        if conn.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", rows)
     fields: dict[str, object] = {}
     if tests.counts is not None and (run.tests_passed, run.tests_total) == tests.counts:
         fields["tests_source"] = tests.source  # unless a manifest gave the run other counts

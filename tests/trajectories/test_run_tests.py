@@ -157,15 +157,28 @@ def test_a_cut_output_imports_with_its_tests_and_a_warning(tmp_path):
 
 
 def test_a_run_whose_tests_cannot_be_stored_is_not_stored_at_all(tmp_path, monkeypatch):
-    write_cell(tmp_path, "serial", {"cell/evaluation/test_output.txt": django_output(2, 0)})
+    from trajectories import services
 
-    def refuse(*args, **kwargs):
+    write_cell(tmp_path, "serial", {"cell/evaluation/test_output.txt": django_output(2, 0)})
+    store = services.run_tests_store
+
+    def store_then_fail(**kwargs):
+        store(**kwargs)
+        assert TestOutcome.objects.count() == 2  # written, and then the database gives out
         raise DatabaseError("disk full")
 
-    monkeypatch.setattr(TestOutcome.objects, "bulk_create", refuse)
+    monkeypatch.setattr(services, "run_tests_store", store_then_fail)
     (result,) = import_paths(paths=[tmp_path]).results
     assert result.status == "failed" and "disk full" in result.message
     assert not Run.objects.exists() and not RunFile.objects.exists() and not TestOutcome.objects.exists()
+
+
+def test_test_names_are_stored_as_written(tmp_path):
+    names = ["tests/t.py::test_a[back\\slash]", "tests/t.py::test_b['quote\"é→']", "tests/t.py::test_c[100%]"]
+    output = "".join(f"{name} PASSED\n" for name in names)
+    write_cell(tmp_path, "serial", {"cell/evaluation/pytest.log": output})
+    run = import_one(tmp_path)
+    assert list(TestOutcome.objects.filter(run=run).order_by("position").values_list("name", flat=True)) == names
 
 
 # -- pages -----------------------------------------------------------------------------------------
