@@ -14,6 +14,23 @@ from accounts.roles import ADJUDICATOR, ADMIN, ANNOTATOR
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real"
+
+
+def _artifact_folder() -> Path:
+    """The complete task folder of the study's artifact, kept outside the repository (its licence is
+    unknown): PARALLAX_ARTIFACT_DIR, else `shared/data/real-trajectories/artifact-task-folder` beside the
+    repository's folder or under /work. Tests that read it are skipped where it is not."""
+    named = os.environ.get("PARALLAX_ARTIFACT_DIR")
+    if named:
+        return Path(named)
+    relative = Path("shared") / "data" / "real-trajectories" / "artifact-task-folder"
+    for base in (Path(__file__).resolve().parents[2], Path("/work")):
+        if (base / relative).is_dir():
+            return base / relative
+    return Path(__file__).resolve().parents[2] / relative
+
+
+ARTIFACT = _artifact_folder()
 REQUIRE_SERVICES = os.environ.get("PARALLAX_REQUIRE_SERVICES") == "1"
 
 

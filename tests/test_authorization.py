@@ -42,6 +42,7 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
         (302, 405, 405, 405, 405),
     ),
     "trajectories/metrics.csv": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    "trajectories/tests.csv": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "trajectories/imports/": ((302, 403, 403, 403, 200), (302, 403, 403, 403, 200)),
     "trajectories/runs/<int:run_id>/files/<int:file_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
     # without ?a= there is no anchor to follow: 404 for everyone let in (tests/trajectories/test_run_files.py)

@@ -28,17 +28,18 @@ pytestmark = pytest.mark.django_db
 PINS: dict[tuple[str, str], int] = {
     ("annotator", "queue"): 8,
     # +1: may this annotator see the run's hints (their codings of the pair, with each study's hint policy)?
-    ("annotator", "annotate"): 15,  # a run under discussion: +1, was the coding revised since?
-    ("annotator", "annotate, hints shown"): 18,  # +3: the hits, their events' anchors, the modes' names
+    # +1: both runs' test lists (the pair's tests, one query)
+    ("annotator", "annotate"): 16,  # a run under discussion: +1, was the coding revised since?
+    ("annotator", "annotate, hints shown"): 19,  # +3: the hits, their events' anchors, the modes' names
     ("annotator", "discussions"): 5,
     ("annotator", "discussion"): 14,  # +1: the hints rule (the panel says to show them on the coding page)
     ("annotator", "runs"): 8,
-    ("annotator", "pair"): 8,  # the hints rule; the hits are not read (not shown on the coding page yet)
-    ("annotator", "pair, hints shown"): 9,  # the hints rule, both runs' hits in one query
+    ("annotator", "pair"): 9,  # the hints rule; the hits are not read (not shown on the coding page yet); tests
+    ("annotator", "pair, hints shown"): 10,  # the hints rule, both runs' hits in one query; tests
     ("adjudicator", "adjudication queue"): 6,
     # +2: the run's prediction by the current suggestions model, flagged codes' names; +4: the hints rule, the
     # hits, their events' anchors, the modes' names
-    ("adjudicator", "adjudicate"): 21,
+    ("adjudicator", "adjudicate"): 22,  # +1: both runs' test lists
     ("adjudicator", "adjudication queue by uncertainty"): 6,
     ("adjudicator", "suggestions"): 7,  # session, user, study, the models listed, the current one, mode names, groups
     ("admin", "suggestions"): 7,
@@ -51,7 +52,7 @@ PINS: dict[tuple[str, str], int] = {
     ("adjudicator", "analysis settings"): 4,  # session, user, the study, the user's groups
     ("adjudicator", "run history"): 9,
     ("adjudicator", "runs"): 8,
-    ("adjudicator", "pair"): 9,  # +1: both runs' signature hits; +1: the hints rule
+    ("adjudicator", "pair"): 10,  # +1: both runs' signature hits; +1: the hints rule; +1: both runs' test lists
     ("admin", "studies"): 4,
     ("admin", "dashboard"): 10,
     ("admin", "runs"): 8,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 # What is kept of a cell besides its logs, by path relative to the cell's folder.
 ARTIFACT_KINDS = {
@@ -28,14 +27,16 @@ TEST_OUTPUT_SUFFIXES = (".txt", ".log", ".out")
 
 def artifact_kind(relative: str) -> str | None:
     """The kind of a cell file worth keeping, or None. Under `cell/evaluation/` the official test
-    output (text and log files) is kept; the copies of the agent's home the harness leaves there
-    are not (they are the logs under `agent/` again)."""
+    output (text and log files) and SWE-bench's `report.json` are kept; the copies of the agent's
+    home the harness leaves there are not (they are the logs under `agent/` again)."""
     if relative in ARTIFACT_KINDS:
         return ARTIFACT_KINDS[relative]
     if relative.startswith("cell/") and relative.endswith((".patch", ".diff")) and relative.count("/") == 1:
         return "patch"
     if relative.startswith("cell/evaluation/") and relative.endswith(TEST_OUTPUT_SUFFIXES):
         return "test_output"
+    if relative.startswith("cell/evaluation/") and relative.endswith("/report.json"):
+        return "evaluation"  # SWE-bench's per-test report (evaluation.swebench_report)
     return None
 
 
@@ -67,67 +68,6 @@ def read_text(path: Path, *, limit: int) -> tuple[str, bool]:
     truncated = len(data) > limit
     text = data[:limit].decode("utf-8", errors="replace")
     return text.replace("\x00", "\ufffd"), truncated
-
-
-# -- the evaluation and the tests --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TestResult:
-    name: str
-    outcome: str  # passed | failed | error | skipped | other outcome as written
-    line: int | None = None  # in the test output, when read from one
-
-
-PYTEST_LINE = re.compile(
-    r"^(?:(?P<pre>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (?P<name1>\S+::\S+.*?)(?: - .*)?"
-    r"|(?P<name2>\S+::\S+?) (?P<post>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: +\[ *\d+%\])?)\s*$"
-)
-
-
-def summary_tests(summary: Any) -> list[TestResult]:
-    """Per-test results an evaluation summary lists (LoopsBench's `final_test_results`); the
-    harness's own bookkeeping entries (`__…__`) are left out."""
-    results = summary.get("final_test_results") if isinstance(summary, dict) else None
-    if not isinstance(results, dict):
-        return []
-    return [
-        TestResult(str(name), str(outcome).lower())
-        for name, outcome in results.items()
-        if not (str(name).startswith("__") and str(name).endswith("__"))
-    ]
-
-
-def output_tests(text: str) -> list[TestResult]:
-    """Per-test results of a pytest run's output (`-v` or `-rA` lines), with their line numbers;
-    the last outcome of a test wins (reruns)."""
-    results: dict[str, TestResult] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = PYTEST_LINE.match(line.strip())
-        if match:
-            name = (match["name1"] or match["name2"]).strip()
-            outcome = (match["pre"] or match["post"]).lower()
-            results[name] = TestResult(name, outcome, number)
-    return list(results.values())
-
-
-def summary_counts(summary: Any) -> dict[str, int]:
-    """passed/failed/errors/total as an evaluation summary states them (NL2RepoBench `counts`,
-    or counted from LoopsBench's per-test results)."""
-    if not isinstance(summary, dict):
-        return {}
-    counts = summary.get("counts")
-    if isinstance(counts, dict):
-        return {
-            key: value
-            for key in ("passed", "failed", "errors", "total")
-            if isinstance(value := counts.get(key), int) and not isinstance(value, bool)
-        }
-    tests = summary_tests(summary)
-    if not tests:
-        return {}
-    passed = sum(t.outcome == "passed" for t in tests)
-    return {"passed": passed, "failed": len(tests) - passed, "total": len(tests)}
 
 
 # -- patches ------------------------------------------------------------------------------------

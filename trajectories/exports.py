@@ -1,21 +1,25 @@
-"""Metric rows for export (CSV/JSON); shared by the command, the API and the pages."""
+"""Metric and per-test rows for export (CSV/JSON); shared by the commands, the API and the pages."""
 
 from __future__ import annotations
 
 import csv
 import io
 from collections.abc import Iterable, Iterator
+from itertools import batched
 
 from django.db.models import QuerySet
 
 from config.spreadsheet import spreadsheet_safe
 
 from .metrics import METRIC_FIELDS
-from .models import Run
+from .models import Run, TestOutcome
 
 ID_FIELDS = ("run_id", "benchmark", "task_id", "difficulty", "agent", "mode", "source_name")
 OUTCOME_FIELDS = ("task_pass", "tests_passed", "tests_total", "test_pass", "duration_s", "shell_calls", "tokens")
-METRICS_COLUMNS = (*ID_FIELDS, *OUTCOME_FIELDS, "n_contexts", "n_events", *METRIC_FIELDS)
+# Where tests passed/total come from, and SWE-bench's FAIL_TO_PASS / PASS_TO_PASS counts when a report gives them.
+TEST_COUNT_FIELDS = ("tests_source", "f2p_passed", "f2p_total", "p2p_passed", "p2p_total")
+METRICS_COLUMNS = (*ID_FIELDS, *OUTCOME_FIELDS, *TEST_COUNT_FIELDS, "n_contexts", "n_events", *METRIC_FIELDS)
+TEST_COLUMNS = ("run_id", "benchmark", "task_id", "agent", "mode", "test", "group", "outcome", "detail", "file", "line")
 
 
 def metrics_row(run: Run) -> dict[str, object]:
@@ -28,7 +32,7 @@ def metrics_row(run: Run) -> dict[str, object]:
         "mode": run.mode,
         "source_name": run.source_name,
     }
-    for name in (*OUTCOME_FIELDS, "n_contexts", "n_events", *METRIC_FIELDS):
+    for name in (*OUTCOME_FIELDS, *TEST_COUNT_FIELDS, "n_contexts", "n_events", *METRIC_FIELDS):
         row[name] = getattr(run, name)
     return row
 
@@ -51,6 +55,48 @@ def by_pk(qs: QuerySet, size: int = 500) -> Iterator:
 def metrics_rows(runs: Iterable[Run]) -> Iterator[dict[str, object]]:
     for run in runs:
         yield metrics_row(run)
+
+
+def test_rows(runs: QuerySet[Run], size: int = 500) -> Iterator[dict[str, object]]:
+    """One row per run × test of each run's test list (its primary TestOutcome rows), runs in id
+    order, tests in the order their file lists them. Runs are read `size` at a time (`by_pk`), and
+    their tests `size` rows at a time: memory stays bounded however many runs and tests there are."""
+    runs = runs.select_related("task__benchmark", "agent")
+    for batch in batched(by_pk(runs, size), size):
+        by_id = {run.pk: run for run in batch}
+        for test in _run_order(TestOutcome.objects.filter(run_id__in=by_id, primary=True), size):
+            run = by_id[test.run_id]
+            yield {
+                "run_id": run.pk,
+                "benchmark": run.task.benchmark.name,
+                "task_id": run.task.external_id,
+                "agent": run.agent.name,
+                "mode": run.mode,
+                "test": test.name,
+                "group": test.group,
+                "outcome": test.outcome,
+                "detail": test.detail,
+                "file": test.source,
+                "line": test.line,
+            }
+
+
+def _run_order(tests: QuerySet[TestOutcome], size: int) -> Iterator[TestOutcome]:
+    """`tests` by run, then position, `size` at a time. Each page is an index range (the index leads with
+    run, primary, position): the rest of the run the last page stopped in, else the runs after it. A
+    single `(run > a) OR (run = a AND position > b)` would make every page scan from the first row again."""
+    key: tuple[int, int] | None = None
+    while True:
+        batch: list[TestOutcome] = []
+        if key is not None:
+            batch = list(tests.filter(run_id=key[0], position__gt=key[1]).order_by("position")[:size])
+        if not batch:
+            after = tests if key is None else tests.filter(run_id__gt=key[0])
+            batch = list(after.order_by("run_id", "position")[:size])
+        if not batch:
+            return
+        yield from batch
+        key = (batch[-1].run_id, batch[-1].position)
 
 
 def csv_lines(rows: Iterable[dict[str, object]], columns: tuple[str, ...]) -> Iterator[str]:

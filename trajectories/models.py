@@ -116,6 +116,18 @@ class Run(models.Model):
     duration_s = models.FloatField(null=True)
     shell_calls = models.PositiveIntegerField(null=True)
     tokens = models.PositiveBigIntegerField(null=True)
+    # Where tests passed/total come from, and SWE-bench's groups when its report gives them
+    # (evaluation.py; the tests themselves are TestOutcome rows).
+    tests_source = models.CharField(
+        max_length=1000,
+        blank=True,
+        default="",
+        help_text="The file tests passed/total were read from (a RunFile path, or cell.json); empty: the header's.",
+    )
+    f2p_passed = models.PositiveIntegerField(null=True, help_text="FAIL_TO_PASS tests passed (SWE-bench report).")
+    f2p_total = models.PositiveIntegerField(null=True)
+    p2p_passed = models.PositiveIntegerField(null=True, help_text="PASS_TO_PASS tests passed (SWE-bench report).")
+    p2p_total = models.PositiveIntegerField(null=True)
 
     started_at = models.DateTimeField(null=True)
     ended_at = models.DateTimeField(null=True)
@@ -299,3 +311,59 @@ class SignatureHit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.detector} in run {self.run_id}"
+
+
+class TestOutcome(models.Model):
+    """One test's result as one file of a run's evaluation states it (trajectories/evaluation.py):
+    SWE-bench's report (with the test's group), the report as its harness logged it, Django's runner
+    or pytest output, or an evaluation summary's per-test list. Stored at import, so that the pair
+    page, the file page and the per-test export read rows and never parse a file again.
+
+    A row per test *and file*, not one merged row per test: a run's files may disagree (SWE-bench's
+    grading can count as failed a test whose output line says ok), and each file's page lists what
+    was read from it, at its own lines. `primary` marks the file whose tests are the run's test list
+    (the first by precedence that lists tests: docs/format.md), the one the pair page and the export
+    show; the run's counts are stored on the run (`tests_passed`, `f2p_passed` …, `tests_source`)."""
+
+    __test__ = False  # a model, not a pytest test class
+
+    class Outcome(models.TextChoices):
+        PASSED = "passed", "passed"
+        FAILED = "failed", "failed"
+        ERROR = "error", "error"
+        SKIPPED = "skipped", "skipped"
+        XFAILED = "xfailed", "expected failure"
+        XPASSED = "xpassed", "unexpected success"
+        UNFINISHED = "unfinished", "no result"
+        OTHER = "other", "other"
+
+    class Group(models.TextChoices):  # SWE-bench's names, shown as they are written
+        FAIL_TO_PASS = "FAIL_TO_PASS", "FAIL_TO_PASS"
+        PASS_TO_PASS = "PASS_TO_PASS", "PASS_TO_PASS"
+        FAIL_TO_FAIL = "FAIL_TO_FAIL", "FAIL_TO_FAIL"
+        PASS_TO_FAIL = "PASS_TO_FAIL", "PASS_TO_FAIL"
+        UNKNOWN = "", "not known"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="test_outcomes", db_index=False)
+    source = models.CharField(max_length=1000, help_text="The file it was read from (a RunFile path).")
+    primary = models.BooleanField(default=False, help_text="Read from the file that gives the run's test list.")
+    position = models.PositiveIntegerField(help_text="Order among the run's rows: by file, then as the file lists.")
+    name = models.TextField()
+    outcome = models.CharField(max_length=10, choices=Outcome.choices)
+    group = models.CharField(max_length=12, choices=Group.choices, blank=True, default="")
+    line = models.PositiveIntegerField(null=True, help_text="The line of `source` it was read from.")
+    detail = models.CharField(
+        max_length=300, blank=True, default="", help_text="A skip's reason, failing sub-tests, a docstring …"
+    )
+
+    class Meta:
+        ordering = ["run", "position"]
+        # Leads with run: the pair page and the export read a run's primary rows in order.
+        indexes = [models.Index(fields=["run", "primary", "position"], name="test_outcome_run_primary")]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.outcome}"
+
+    @property
+    def passing(self) -> bool:
+        return self.outcome in (self.Outcome.PASSED, self.Outcome.XFAILED)

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, TextField, Value, When
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, TextField, Value, When, Window
+from django.db.models.functions import RowNumber
 from django.urls import reverse
 
-from .artifacts import (
-    Anchor,
-    AnchorError,
-    AnchorUnchecked,
-    diff_files,
-    output_tests,
-    parse_anchor,
-    summary_counts,
-    summary_tests,
-)
+from .artifacts import Anchor, AnchorError, AnchorUnchecked, diff_files, parse_anchor
 from .benchmarks import canonical_benchmark
-from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, SignatureHit, Task
+from .evaluation import NOT_OK, PASSING, SKIPPED
+from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, SignatureHit, Task, TestOutcome
 
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
 
@@ -58,11 +52,17 @@ def pair_sides(run: Run) -> dict:
     what the pair, annotate, adjudicate and pilot pages show."""
     twin = run_twin(run=run)
     concurrent, sequential = (run, twin) if run.mode == Run.Mode.CONCURRENT else (twin, run)
+    sides = {}
+    for key, side in (("left", concurrent), ("right", sequential)):
+        sides[key] = None if side is None else {"run": side, "artifacts": run_artifacts(run=side)}
+    tests = run_tests(runs=[side["run"] for side in sides.values() if side], limit=PAIR_TESTS_SHOWN)
+    for side in filter(None, sides.values()):
+        urls = {a["file"].path: a["url"] for a in side["artifacts"]}
+        side["tests"] = _with_links(side["run"], tests[side["run"].pk], urls)
     return {
         "run": run,
         "twin": twin,
-        "left": None if concurrent is None else {"run": concurrent, "artifacts": run_artifacts(run=concurrent)},
-        "right": None if sequential is None else {"run": sequential, "artifacts": run_artifacts(run=sequential)},
+        **sides,
         "pair_rows": [
             {"mode": Run.Mode.CONCURRENT, "run": concurrent},
             {"mode": Run.Mode.SEQUENTIAL, "run": sequential},
@@ -245,13 +245,13 @@ def filter_choices() -> dict[str, list[str]]:
 ARTIFACT_ORDER = ("final", "patch", "evaluation", "test_output", "prompt", "status", "cell", "other")
 
 
-INLINE_KINDS = ("final", "patch", "evaluation")  # read whole for the panel; others open on their own page
+INLINE_KINDS = ("final", "patch")  # read whole for the panel; others open on their own page
 
 
 def run_artifacts(*, run: Run) -> list[dict]:
     """A run's cell artifacts (not its logs) as the coding view lists them: the final answer's
-    text, the patch's files and line counts, the evaluation's per-test results; the rest (prompt,
-    test output, harness status) as links. One query."""
+    text, the patch's files and line counts; the rest (evaluation, test output, prompt, harness
+    status) as links. One query."""
     files = (
         RunFile.objects.filter(run=run)
         .exclude(kind=RunFile.Kind.LOG)
@@ -264,8 +264,13 @@ def run_artifacts(*, run: Run) -> list[dict]:
         .order_by("path")
     )
     items = []
-    for file in sorted(files, key=lambda f: ARTIFACT_ORDER.index(f.kind) if f.kind in ARTIFACT_ORDER else 99):
+    files = sorted(files, key=lambda f: ARTIFACT_ORDER.index(f.kind) if f.kind in ARTIFACT_ORDER else 99)
+    kinds = Counter(file.kind for file in files)
+    for file in files:
         item = {"file": file, "url": reverse("trajectories:run_file", kwargs={"run_id": run.pk, "file_id": file.pk})}
+        # Two files of a kind (report.json beside summary.json, run_instance.log beside test_output.txt) are told
+        # apart by their names: each is a tab of its own.
+        item["label"] = file.get_kind_display().capitalize() + (f" · {file.name}" if kinds[file.kind] > 1 else "")
         if file.kind in INLINE_KINDS:
             item.update(artifact_digest(file.kind, file.inline_text))
         items.append(item)
@@ -279,22 +284,6 @@ def artifact_digest(kind: str, content: str) -> dict:
     if kind == "patch":
         diff = diff_files(content)
         return {"diff_files": diff, "added": sum(f.added for f in diff), "removed": sum(f.removed for f in diff)}
-    if kind == "evaluation":
-        try:
-            summary = json.loads(content)
-        except ValueError:
-            return {"error": "not valid JSON"}
-        tests = summary_tests(summary)
-        return {
-            "counts": summary_counts(summary),
-            "tests": sorted(tests, key=lambda t: (t.outcome == "passed", t.name)),
-            "solution_passed": summary.get("solution_passed") if isinstance(summary, dict) else None,
-        }
-    if kind == "test_output":
-        tests = output_tests(content)
-        passed = sum(t.outcome == "passed" for t in tests)
-        counts = {"passed": passed, "failed": len(tests) - passed, "total": len(tests)} if tests else {}
-        return {"tests": sorted(tests, key=lambda t: (t.outcome == "passed", t.line or 0)), "counts": counts}
     return {}
 
 
@@ -331,6 +320,88 @@ def log_lines(*, file: RunFile, start: int | None, end: int | None) -> list[tupl
             text = text[:CONTEXT_LINE_CHARS] + f" … [{len(text) - CONTEXT_LINE_CHARS:,} more characters]"
         shown.append((number, text, cited))
     return shown
+
+
+# -- a run's tests (TestOutcome rows, stored at import) ------------------------------------------
+
+PAIR_TESTS_SHOWN = 200  # per run on the pair page; the rest are counted and open with their file
+FILE_TESTS_SHOWN = 500
+
+
+def _failures_first() -> Case:
+    """Failures, errors and tests without a result first, then skipped, then passed."""
+    return Case(
+        When(outcome__in=NOT_OK, then=Value(0)),
+        When(outcome=SKIPPED, then=Value(1)),
+        default=Value(2),
+        output_field=IntegerField(),
+    )
+
+
+def run_tests(*, runs: list[Run], limit: int) -> dict[int, dict]:
+    """The test list of each run (its primary rows), failures first, at most `limit` rows a run, and
+    how many rows it has: {run id: {"rows": [...], "listed": n}}. One query, however many tests."""
+    found: dict[int, dict] = {run.pk: {"rows": [], "listed": 0} for run in runs}
+    if not runs:
+        return found
+    order = [_failures_first().asc(), F("position").asc()]
+    rows = (
+        TestOutcome.objects.filter(run__in=[run.pk for run in runs], primary=True)
+        .annotate(
+            rank=Window(RowNumber(), partition_by=[F("run_id")], order_by=order),
+            listed=Window(Count("*"), partition_by=[F("run_id")]),
+        )
+        .filter(rank__lte=limit)
+        .order_by("run_id", "rank")
+    )
+    for row in rows:
+        found[row.run_id]["rows"].append(row)
+        found[row.run_id]["listed"] = row.listed
+    return found
+
+
+def _with_links(run: Run, tests: dict, urls: dict[str, str]) -> dict:
+    """A run's test list for the pair page: each row with the link to its line, the file it was
+    read from, whether any row has a group (the column is shown then), how many are not shown."""
+    rows = tests["rows"]
+    for row in rows:
+        url = urls.get(row.source)
+        row.url = f"{url}?line={row.line}#L{row.line}" if url and row.line else url
+    source = rows[0].source if rows else run.tests_source
+    return {
+        **tests,
+        "source": source,
+        "source_name": source.rsplit("/", 1)[-1],
+        "source_url": urls.get(source, ""),
+        "counts_from": run.tests_source,
+        "counts_name": run.tests_source.rsplit("/", 1)[-1],
+        "counts_url": urls.get(run.tests_source, ""),
+        "grouped": any(row.group for row in rows),
+        "more": tests["listed"] - len(rows),
+    }
+
+
+def file_tests(*, file: RunFile) -> dict:
+    """The tests read from one of a run's files, failures first (at most FILE_TESTS_SHOWN), and
+    their counts. Two queries."""
+    rows = TestOutcome.objects.filter(run_id=file.run_id, source=file.path)
+    counts = rows.aggregate(
+        listed=Count("pk"),
+        passed=Count("pk", filter=Q(outcome__in=PASSING)),
+        skipped=Count("pk", filter=Q(outcome=SKIPPED)),
+    )
+    shown = list(rows.order_by(_failures_first(), "position")[:FILE_TESTS_SHOWN])
+    total = counts["listed"] - counts["skipped"]
+    return {
+        "tests": shown,
+        "counts": {"passed": counts["passed"], "failed": total - counts["passed"], "total": total} if shown else {},
+        "grouped": any(row.group for row in shown),
+        "more": counts["listed"] - len(shown),
+    }
+
+
+def run_logs(*, run: Run) -> list[RunFile]:
+    return list(RunFile.objects.filter(run=run, kind=RunFile.Kind.LOG).order_by("path"))
 
 
 @dataclass(frozen=True)

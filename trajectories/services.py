@@ -24,15 +24,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connections, router, transaction
 from django.utils import timezone
 
 from activity.services import record
 
 from . import archives, signatures
+from .evaluation import F2P, P2P, CellTests
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
 from .formats.records import FormatError, RunSource
-from .models import AgentContext, Event, ImportBatch, Run, SignatureHit
+from .models import AgentContext, Event, ImportBatch, Run, SignatureHit, TestOutcome
 from .signals import signatures_replaced
 from .writer import NOTE_MAX, Lookups, new_run, signature_hit_rows, store_files, store_run
 
@@ -102,6 +103,7 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
             with transaction.atomic():
                 store_run(run=run, source=source, records=parser_for(source.format).parse(source), lookups=lookups)
                 store_files(run=run, source=source, log_lines=lines, limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
+                run_tests_store(run=run, tests=source.tests)
         except BaseException:
             lookups.forget()  # the rows the run created are rolled back with it
             raise
@@ -116,6 +118,48 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
         return RunResult(source.name, "failed", message=f"{source.name}: database rejected the run ({exc})")
     lookups.keep()
     return RunResult(source.name, "imported", run_id=run.pk, warnings=run.warnings, events=run.n_events)
+
+
+TEST_OUTCOME_COLUMNS = ("run", "source", "primary", "position", "name", "outcome", "group", "line", "detail")
+
+
+def run_tests_store(*, run: Run, tests: CellTests | None) -> None:
+    """A run's per-test results (TestOutcome rows, one per test and file read) and where its counts
+    come from, inside the caller's transaction (run_import's): a run is stored with its tests or not
+    at all. The run's tests passed/total were set from the same reading at discovery
+    (formats/detect.py); the file they came from and SWE-bench's group counts are set here."""
+    if tests is None or not tests.readings:
+        return
+    listed = tests.listed
+    rows = [
+        (run.pk, reading.file, reading is listed, position, test.name, test.outcome, test.group, test.line, test.detail)
+        for position, (reading, test) in enumerate((r, t) for r in tests.readings for t in r.tests)
+    ]
+    # Plain rows, not bulk_create (a model instance per test cost 50 µs a row, ten times the parsing), written
+    # the way the importer writes events (writer.py): COPY on PostgreSQL, executemany elsewhere.
+    conn = connections[router.db_for_write(TestOutcome)]
+    qn = conn.ops.quote_name
+    table = qn(TestOutcome._meta.db_table)
+    columns = ", ".join(qn(TestOutcome._meta.get_field(name).column) for name in TEST_OUTCOME_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(TEST_OUTCOME_COLUMNS))
+    with conn.wrap_database_errors, conn.cursor() as cursor:
+        if conn.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", rows)
+    fields: dict[str, object] = {}
+    if tests.counts is not None and (run.tests_passed, run.tests_total) == tests.counts:
+        fields["tests_source"] = tests.source  # unless a manifest gave the run other counts
+    report = tests.report
+    if report is not None:
+        for prefix, group in (("f2p", F2P), ("p2p", P2P)):
+            fields[f"{prefix}_passed"], fields[f"{prefix}_total"] = report.group_counts(group)
+    if fields:
+        for name, value in fields.items():
+            setattr(run, name, value)
+        Run.objects.filter(pk=run.pk).update(**fields)
 
 
 def _backfill_files(*, run_id: int, source: RunSource, lines: dict) -> str:

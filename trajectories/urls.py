@@ -14,6 +14,7 @@ urlpatterns = [
     path("runs/<int:run_id>/files/<int:file_id>/", views.run_file, name="run_file"),
     path("runs/<int:run_id>/anchor/", views.pair_anchor, name="pair_anchor"),
     path("metrics.csv", views.metrics_csv, name="metrics_csv"),
+    path("tests.csv", views.tests_csv, name="tests_csv"),
     path("imports/", views.import_upload, name="import_upload"),
     path("imports/<int:batch_id>/", views.import_detail, name="import_detail"),
 ]

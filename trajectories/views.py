@@ -18,7 +18,7 @@ from config.responses import invalid_parameter
 from . import selectors, services, tasks
 from .access import HINTS_SHOWN, hint_access, visible_runs
 from .artifacts import AnchorError
-from .exports import METRICS_COLUMNS, by_pk, csv_lines, metrics_rows
+from .exports import METRICS_COLUMNS, TEST_COLUMNS, by_pk, csv_lines, metrics_rows, test_rows
 from .formats.records import EVENT_KINDS, FormatError
 from .forms import UploadForm
 from .models import AgentContext, ImportBatch, Run, RunFile
@@ -170,6 +170,8 @@ def run_file(request: HtmxHttpRequest, run_id: int, file_id: int) -> HttpRespons
         context["kept_lines"] = file.content.count("\n") + (bool(file.content) and not file.content.endswith("\n"))
     else:
         context.update(selectors.artifact_digest(file.kind, file.content))
+        if file.kind in (RunFile.Kind.EVALUATION, RunFile.Kind.TEST_OUTPUT):
+            context.update(selectors.file_tests(file=file))  # read at import (TestOutcome)
         context["lines"] = list(enumerate(file.content.splitlines(), start=1))
     return render(request, "trajectories/run_file.html", context)
 
@@ -196,6 +198,16 @@ def metrics_csv(request: HtmxHttpRequest) -> StreamingHttpResponse:
     rows = metrics_rows(by_pk(visible_runs(request.user, selectors.run_list(filters=filters))))
     response = StreamingHttpResponse(csv_lines(rows, METRICS_COLUMNS), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="parallax-run-metrics.csv"'
+    return response
+
+
+@require_GET
+def tests_csv(request: HtmxHttpRequest) -> StreamingHttpResponse:
+    """One row per run × test (each run's test list), for the runs the run list's filters pick."""
+    filters = selectors.run_filters(request.GET)
+    rows = test_rows(visible_runs(request.user, selectors.run_list(filters=filters)))
+    response = StreamingHttpResponse(csv_lines(rows, TEST_COLUMNS), content_type="text/csv")
+    response["Content-Disposition"] = 'attachment; filename="parallax-run-tests.csv"'
     return response
 
 

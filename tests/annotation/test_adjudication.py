@@ -158,14 +158,15 @@ def test_the_page_keeps_a_fixed_number_of_queries(study, codebook, adjudicator, 
     large, _, _ = escalated(study, codebook, run=runs[1], lossy_episodes=4, comments=6)
     client = client_for(adjudicator)
     client.get(f"/annotate/adjudication/{small.pk}/")
-    for discussion in (small, large):  # +1: the run's prediction (none here); +4: the hints rule, hits, anchors, names
-        with django_assert_num_queries(20):
+    # +1: the run's prediction (none here); +4: the hints rule, hits, anchors, names; +1: the pair's test lists
+    for discussion in (small, large):
+        with django_assert_num_queries(21):
             assert client.get(f"/annotate/adjudication/{discussion.pk}/").status_code == 200
     lossy = mode_code(codebook, "lossy-handoff")
     for discussion in (small, large):  # read-only once final: the final labels, no ruling form
         flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(lossy.pk, "r")])
     for discussion in (small, large):
-        with django_assert_num_queries(22):
+        with django_assert_num_queries(23):
             assert client.get(f"/annotate/adjudication/{discussion.pk}/").status_code == 200
 
 

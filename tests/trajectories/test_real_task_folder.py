@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ARTIFACT
 from trajectories.artifacts import AnchorError
 from trajectories.models import AgentContext, Event, Run, RunFile
 from trajectories.selectors import resolve_anchor
@@ -26,7 +27,6 @@ from trajectories.services import import_paths
 
 pytestmark = pytest.mark.django_db
 
-ARTIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "real-trajectories" / "artifact-task-folder"
 TASK = ARTIFACT / "swebench_verified" / "django__django-10999"
 if not TASK.is_dir():  # the shared data sits beside the repository on the project's machines
     pytest.skip(f"the study's task folder is not at {TASK}", allow_module_level=True)

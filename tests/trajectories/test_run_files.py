@@ -14,7 +14,8 @@ import pytest
 from django.test import override_settings
 
 from tests.conftest import FIXTURES, client_for
-from trajectories.artifacts import AnchorError, diff_files, output_tests, parse_anchor
+from trajectories.artifacts import AnchorError, diff_files, parse_anchor
+from trajectories.evaluation import pytest_output
 from trajectories.models import Run, RunFile
 from trajectories.selectors import resolve_anchor
 from trajectories.services import import_paths
@@ -141,7 +142,8 @@ def test_a_patch_is_shown_as_a_diff_and_test_output_as_results(tmp_path, browser
     assert page.index("test_named") < page.index("test_no_match")  # failures first
     # The pair page (and the coding view) shows each side's artifacts.
     pair = browser_client.get(f"/trajectories/runs/{concurrent.pk}/").content.decode()
-    assert "Final answer" in pair and "96/96 tests passed" in pair and "solution passed" in pair
+    assert "Final answer" in pair and "96/96 passed" in pair and 'Counts from <a href="' in pair
+    assert 'title="cell.json">cell.json</a>' in pair  # the study's own figure
     assert "2 files" in pair and "+4" in pair and "−1" in pair
 
 
@@ -154,7 +156,7 @@ def test_loopsbench_per_test_results_are_read(tmp_path, browser_client):
     run = Run.objects.get(pk=report.results[0].run_id)
     assert (run.tests_passed, run.tests_total, run.task_pass) == (15, 15, True)  # bookkeeping entry left out
     page = browser_client.get(f"/trajectories/runs/{run.pk}/").content.decode()
-    assert "15/15 tests passed" in page and "cpachecker_v3/test_outputs.py::test_experiment_count" in page
+    assert "15/15 passed" in page and "cpachecker_v3/test_outputs.py::test_experiment_count" in page
     assert "__loopsbench_pytest_session_tail__" not in page
 
 
@@ -224,7 +226,7 @@ def test_diff_and_pytest_output_parsing():
     assert [(f.header, f.added, f.removed) for f in files] == [("parse.py", 3, 0), ("README.rst", 1, 1)]
     # A removed line that starts with "--" stays in its file.
     assert len(diff_files("--- a/x.sql\n+++ b/x.sql\n@@ -1 +1 @@\n--- old comment\n+-- new\n")) == 1
-    results = {t.name: (t.outcome, t.line) for t in output_tests(TEST_OUTPUT)}
+    results = {t.name: (t.outcome, t.line) for t in pytest_output(TEST_OUTPUT).tests}
     assert results == {
         "tests/test_parse.py::test_no_match": ("passed", 2),
         "tests/test_parse.py::test_named": ("failed", 6),

@@ -62,7 +62,8 @@ def test_run_list_query_count_is_constant(browser_client, django_assert_max_num_
 
 def test_run_detail_shows_both_runs_and_timeline(browser_client, pair, django_assert_max_num_queries):
     concurrent, sequential = pair
-    with django_assert_max_num_queries(9):  # +1: may this user see the pair's signature hits (hint_access)?
+    # +1: may this user see the pair's signature hits (hint_access)? +1: both runs' test lists
+    with django_assert_max_num_queries(10):
         response = browser_client.get(reverse("trajectories:run_detail", args=[sequential.pk]))
     body = response.content.decode()
     assert response.status_code == 200

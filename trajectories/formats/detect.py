@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import cell_files, summary_counts
+from ..artifacts import artifact_kind, cell_files
+from ..evaluation import cell_tests, summary_counts
 from . import claude_code, codex, codex_exec, kimi, openhands, parallax_jsonl, swe_agent
 from .common import first_json_line, load_json_file, parse_timestamp
 from .parallax_jsonl import validate_outcomes
@@ -310,11 +311,18 @@ def _cell_source(cell_dir: Path, *, root: Path | None) -> RunSource:
         outcomes["shell_calls"] = sum(v for k, v in tools.items() if k in SHELL_TOOL_NAMES and isinstance(v, int))
     quality = cell.get("quality") if isinstance(cell.get("quality"), dict) else {}
     passed, total = quality.get("passed"), quality.get("total")
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in (passed, total)) and 0 <= passed <= total:
-        outcomes.update(tests_passed=passed, tests_total=total)  # the study's cell.json states them
+    stated = all(isinstance(v, int) and not isinstance(v, bool) for v in (passed, total)) and 0 <= passed <= total
     summary_file = cell_dir / "cell" / "evaluation" / "summary.json"
     if summary_file.is_file():
         outcomes.update(_evaluation_outcomes(load_json_file(summary_file, display=_display(summary_file, root))))
+    files = cell_files(cell_dir)
+    # Per-test results and the counts they give: cell.json's quality, else SWE-bench's report, else the
+    # official test output, else the summary (evaluation.py; docs/format.md).
+    evaluation = [path for path in files if artifact_kind(path.relative_to(cell_dir).as_posix())]
+    tests = cell_tests(
+        cell_dir, evaluation, quality=(passed, total) if stated else None, task_pass=outcomes.get("task_pass")
+    )
+    outcomes.update(tests.outcomes())
     defaults["outcomes"] = outcomes
     sub = Discovery()
     _group_native(_cell_native_files(cell_dir), sub, root=root, forced=None)
@@ -344,8 +352,10 @@ def _cell_source(cell_dir: Path, *, root: Path | None) -> RunSource:
     best.header_defaults = defaults
     best.name = _display(cell_dir, root)
     best.base = cell_dir
-    best.artifacts = [path for path in cell_files(cell_dir) if path not in best.files]
+    best.artifacts = [path for path in files if path not in best.files]
     best.clock = _agent_clock(cell_dir, best, root=root)
+    best.tests = tests
+    best.notes += tests.warnings
     return best
 
 

@@ -13,6 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..evaluation import CellTests
 
 CONCURRENT = "concurrent"
 SEQUENTIAL = "sequential"
@@ -137,6 +141,7 @@ class RunSource:
     # When the harness ran the agent (a study cell's status.json): times the main agent of a log
     # that carries none of its own (Codex's exec stream).
     clock: tuple[datetime | None, datetime | None] | None = None
+    tests: CellTests | None = None  # a cell's per-test results, read from its evaluation (evaluation.py)
 
     def display(self, path: Path) -> str:
         if self.root is not None:
