@@ -8,8 +8,9 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation"
 
     def ready(self) -> None:
-        from trajectories.signals import signatures_replaced
+        from trajectories.signals import runs_replaced, signatures_replaced
 
-        from .receivers import statistics_follow_signatures
+        from .receivers import statistics_follow_runs
 
-        signatures_replaced.connect(statistics_follow_signatures, dispatch_uid="statistics_follow_signatures")
+        signatures_replaced.connect(statistics_follow_runs, dispatch_uid="statistics_follow_signatures")
+        runs_replaced.connect(statistics_follow_runs, dispatch_uid="statistics_follow_runs")

@@ -6,8 +6,9 @@ from .models import Study
 from .services.statistics import statistics_changed
 
 
-def statistics_follow_signatures(sender, run_ids: list[int], **kwargs) -> None:
-    """Hits of some runs were recomputed: the signature figures of every study holding them are no
-    longer current (the worker recomputes them; the dashboard says so until it has)."""
+def statistics_follow_runs(sender, run_ids: list[int], **kwargs) -> None:
+    """Hits of some runs were recomputed, or the runs were read again from their files: the figures of
+    every study holding them are no longer current (the worker recomputes them; the dashboard says so
+    until it has)."""
     for study_id in Study.objects.filter(runs__in=run_ids).values_list("pk", flat=True).distinct():
         statistics_changed(study_id=study_id)

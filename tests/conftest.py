@@ -17,17 +17,17 @@ REAL = FIXTURES / "real"
 
 
 def _artifact_folder() -> Path:
-    """The complete task folder of the study's artifact, kept outside the repository (its licence is
-    unknown): PARALLAX_ARTIFACT_DIR, else `shared/data/real-trajectories/artifact-task-folder` beside the
-    repository's folder or under /work. Tests that read it are skipped where it is not."""
-    named = os.environ.get("PARALLAX_ARTIFACT_DIR")
-    if named:
-        return Path(named)
-    relative = Path("shared") / "data" / "real-trajectories" / "artifact-task-folder"
-    for base in (Path(__file__).resolve().parents[2], Path("/work")):
-        if (base / relative).is_dir():
-            return base / relative
-    return Path(__file__).resolve().parents[2] / relative
+    """One complete task folder of the study's public artifact (swebench_verified/django__django-10999: three
+    agents' parallel and serial cells, annotation.md and review.json). It stays outside the repository (its
+    licence is unknown): `shared/data/real-trajectories/artifact-task-folder` beside the checkout (in any folder
+    above it), or under $PARALLAX_SHARED_DATA. Tests read it in place and are skipped without it."""
+    bases = [Path(os.environ["PARALLAX_SHARED_DATA"])] if os.environ.get("PARALLAX_SHARED_DATA") else []
+    bases += [parent / "shared" / "data" for parent in Path(__file__).resolve().parents]
+    for base in bases:
+        folder = base / "real-trajectories" / "artifact-task-folder"
+        if (folder / "swebench_verified" / "django__django-10999").is_dir():
+            return folder
+    return bases[0] / "real-trajectories" / "artifact-task-folder"  # absent: the tests say where they looked
 
 
 ARTIFACT = _artifact_folder()
@@ -46,17 +46,10 @@ def _fresh_cache():
 
 @pytest.fixture(scope="session")
 def artifact_root() -> Path:
-    """One complete task folder of the study's public artifact (swebench_verified/django__django-10999: three
-    agents' parallel and serial cells, annotation.md and review.json). It stays outside the repository (its
-    licence is unknown): `shared/data/real-trajectories/artifact-task-folder` beside the checkout, or under
-    $PARALLAX_SHARED_DATA. Tests read it in place and are skipped without it."""
-    bases = [Path(os.environ["PARALLAX_SHARED_DATA"])] if os.environ.get("PARALLAX_SHARED_DATA") else []
-    bases += [parent / "shared" / "data" for parent in Path(__file__).resolve().parents]
-    for base in bases:
-        folder = base / "real-trajectories" / "artifact-task-folder"
-        if (folder / "swebench_verified" / "django__django-10999").is_dir():
-            return folder
-    pytest.skip("the artifact's task folder is absent (shared/data/real-trajectories/artifact-task-folder)")
+    """The artifact's task folder (_artifact_folder), or the test is skipped."""
+    if not (ARTIFACT / "swebench_verified" / "django__django-10999").is_dir():
+        pytest.skip(f"the artifact's task folder is absent ({ARTIFACT})")
+    return ARTIFACT
 
 
 @pytest.fixture

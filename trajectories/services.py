@@ -29,12 +29,13 @@ from django.utils import timezone
 
 from activity.services import record
 
-from . import archives, signatures
+from . import archives, signals, signatures
 from .evaluation import F2P, P2P, CellTests
 from .formats.detect import FORMAT_CHOICES, discover, parser_for
 from .formats.records import FormatError, RunSource
-from .models import AgentContext, Event, ImportBatch, Run, SignatureHit, TestOutcome
+from .models import AgentContext, Event, ImportBatch, Run, RunFile, SignatureHit, TestOutcome
 from .signals import signatures_replaced
+from .validate import SOURCE_NAME_MAX
 from .writer import NOTE_MAX, Lookups, new_run, signature_hit_rows, store_files, store_run
 
 DUPLICATE_MESSAGE = "already imported (same content)"
@@ -89,9 +90,13 @@ class ImportReport:
         return sum(r.events for r in self.results)
 
 
-def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: Lookups | None = None) -> RunResult:
+def run_import(
+    *, source: RunSource, batch: ImportBatch | None = None, lookups: Lookups | None = None, replace: bool = False
+) -> RunResult:
     """Import one run in its own transaction (a savepoint inside an outer one): parse, check and
-    store it, or store nothing of it. `lookups` carries benchmark/task/agent ids from run to run."""
+    store it, or store nothing of it. `lookups` carries benchmark/task/agent ids from run to run.
+    With `replace`, a run already stored for the same content or the same (task, agent, mode) is read
+    again in place (run_reread) instead of being reported as present or refused."""
     try:
         digest, lines = content_hash(source.files, display=source.display)
     except OSError as exc:
@@ -111,6 +116,8 @@ def run_import(*, source: RunSource, batch: ImportBatch | None = None, lookups: 
         return RunResult(source.name, "failed", message=exc.describe())
     except IntegrityError as exc:  # its content, or its (task, agent, mode), is stored already
         result = _refused(source, run, exc)
+        if replace and result.run_id is not None:
+            return run_reread(source=source, run_id=result.run_id, digest=digest, lines=lines, lookups=lookups)
         if result.status == "duplicate":
             result.message += _backfill_files(run_id=result.run_id, source=source, lines=lines)
         return result
@@ -162,6 +169,40 @@ def run_tests_store(*, run: Run, tests: CellTests | None) -> None:
         Run.objects.filter(pk=run.pk).update(**fields)
 
 
+# What a stored run read again loses before it is read: what the files give it anew.
+READ_AGAIN = (Event, AgentContext, RunFile, SignatureHit, TestOutcome)
+
+
+def run_reread(*, source: RunSource, run_id: int, digest: str, lines: dict, lookups: Lookups) -> RunResult:
+    """Read a stored run again from its files, in place, all or nothing: its agents, events, files,
+    tests, signature hits, metrics and outcomes are replaced by what this Parallax reads from `source`;
+    the run itself — its id, and so every assignment, coding and final label of it — stays. For runs
+    imported by an older Parallax whose readers have since learnt more (`import_trajectories --replace`).
+    The studies holding it are told (signals.runs_replaced): their figures are no longer current."""
+    try:
+        with transaction.atomic():
+            run = Run.objects.select_for_update(of=("self",)).select_related("task", "agent").get(pk=run_id)
+            for model in READ_AGAIN:  # events first: a context's delete would otherwise collect them
+                model.objects.filter(run=run).delete()
+            run.source_format, run.source_name, run.content_hash = source.format, source.name[:SOURCE_NAME_MAX], digest
+            for name in ("tests_source", "f2p_passed", "f2p_total", "p2p_passed", "p2p_total"):
+                setattr(run, name, Run._meta.get_field(name).get_default())
+            store_run(run=run, source=source, records=parser_for(source.format).parse(source), lookups=lookups)
+            store_files(run=run, source=source, log_lines=lines, limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
+            run_tests_store(run=run, tests=source.tests)
+            signals.runs_replaced.send(sender=Run, run_ids=[run.pk])
+    except FormatError as exc:
+        lookups.forget()
+        return RunResult(source.name, "failed", run_id=run_id, message=f"{exc.describe()} (run #{run_id} unchanged)")
+    except IntegrityError:
+        lookups.forget()
+        other = Run.objects.filter(content_hash=digest).exclude(pk=run_id).values_list("pk", flat=True).first()
+        message = f"{source.name}: these files are stored already as run #{other}; run #{run_id} unchanged"
+        return RunResult(source.name, "failed", run_id=run_id, message=message)
+    lookups.keep()
+    return RunResult(source.name, "replaced", run_id=run.pk, warnings=run.warnings, events=run.n_events)
+
+
 def _backfill_files(*, run_id: int, source: RunSource, lines: dict) -> str:
     """A run stored by a Parallax that did not keep files gets them when its source comes again."""
     stored = Run.objects.get(pk=run_id)
@@ -186,9 +227,9 @@ def _refused(source: RunSource, run: Run, exc: IntegrityError) -> RunResult:
     if clash is not None and run.task_id is not None:
         message = (
             f"{source.name}: a {run.mode} run of {clash.task} by {clash.agent.name} is already stored "
-            f"(run #{clash.pk} from {clash.source_name}); delete it first to replace it"
+            f"(run #{clash.pk} from {clash.source_name}); import with --replace to read it again from these files"
         )
-        return RunResult(source.name, "failed", message=message)
+        return RunResult(source.name, "failed", run_id=clash.pk, message=message)
     return RunResult(source.name, "failed", message=f"{source.name}: database rejected the run ({exc})")
 
 
@@ -202,6 +243,7 @@ def import_paths(
     manifest: Path | None = None,
     batch: ImportBatch | None = None,
     on_result: Callable[[RunResult, int, int], None] | None = None,
+    replace: bool = False,
 ) -> ImportReport:
     """Import every run found under `paths` (files, folders, archives). Never raises on bad
     input: each failure is a `failed` result naming file, line and field.
@@ -209,7 +251,8 @@ def import_paths(
     Each run is stored in its own savepoint; runs imported within COMMIT_SECONDS of each other
     share one commit (a commit waits for the disk: one per run would double the time of a study
     corpus on PostgreSQL). A result is reported (`on_result`) once its run is committed, so a
-    crash loses only runs that were never reported, and importing again stores them."""
+    crash loses only runs that were never reported, and importing again stores them. With `replace`,
+    runs already stored are read again in place (run_reread) and reported as `replaced`."""
     report = ImportReport()
     with tempfile.TemporaryDirectory(prefix="parallax-import-") as scratch:
         expanded: list[Path] = []
@@ -241,7 +284,8 @@ def import_paths(
             started = time.monotonic()
             with transaction.atomic():
                 while done + len(results) < total and (not results or time.monotonic() - started < COMMIT_SECONDS):
-                    results.append(run_import(source=sources[done + len(results)], batch=batch, lookups=lookups))
+                    source = sources[done + len(results)]
+                    results.append(run_import(source=source, batch=batch, lookups=lookups, replace=replace))
             for result in results:  # committed
                 done += 1
                 if done == 1 and batch_warnings:

@@ -157,12 +157,15 @@ class _RunRows:
         self.context_ids: dict[str, int] = {}
         self.early = False  # the run's row was written before the run was complete
         self.early_contexts: list[str] = []  # and these contexts' rows
+        self.placed = False  # a stored run read again (services.run_reread): its row checked against the header
 
     def write(self, events: list[tuple], checked: CheckedRun | None = None) -> None:
         """Write a batch of event rows, and before them the rows they refer to: the run's and its
         contexts' (final when `checked` is given, else as known so far)."""
         if self.run.pk is None:
             self._insert_run(checked)
+        elif not self.placed:
+            self._place_stored()
         ids, run_id = self.context_ids, self.run.pk
         if checked is not None:
             new = [c for c in checked.contexts if c.key not in ids]
@@ -196,6 +199,24 @@ class _RunRows:
         fields = [f for f in Run._meta.concrete_fields if not f.primary_key]
         run.pk = _insert(self.conn, fields, [[f.pre_save(run, True) for f in fields]])[0]
         run._state.adding, run._state.db = False, self.conn.alias
+
+    def _place_stored(self) -> None:
+        """A stored run read again keeps its row (and everything that refers to it): the files must
+        still describe its task, agent and mode; its values are brought up to date at the end."""
+        header = self.check.header
+        if header is None:
+            raise FormatError("no run header", file=self.source.name)
+        run = self.run
+        task = self.lookups.task(header, name=self.source.name)
+        agent_id = self.lookups.agent(header)
+        if (task.pk, agent_id) != (run.task_id, run.agent_id) or (header.mode and header.mode != run.mode):
+            raise FormatError(
+                f"these files are a {header.mode or 'run'} of {task} by {header.agent}, not stored run #{run.pk} "
+                f"({run.mode} of {run.task_id and run.task} by {run.agent.name})",
+                file=self.source.name,
+            )
+        run.backbone_model, run.external_id = header.backbone_model, header.run_id
+        self.placed = self.early = True
 
     def _insert_contexts(self, rows: list[tuple]) -> None:
         if rows:

@@ -20,6 +20,12 @@ class Command(BaseCommand):
         parser.add_argument("--format", default="auto", choices=FORMAT_CHOICES)
         parser.add_argument("--manifest", type=Path, help="CSV/JSON sidecar with task, mode and outcomes.")
         parser.add_argument("--quiet-ok", action="store_true", help="Only print failures and the summary.")
+        parser.add_argument(
+            "--replace",
+            action="store_true",
+            help="Read runs already stored (the same files, or other files of the same task, agent and mode) again, "
+            "in place: their agents, events, files, tests and metrics are replaced, the runs and their codings stay.",
+        )
 
     def handle(self, *args, **options) -> None:
         manifest = options["manifest"]
@@ -28,12 +34,16 @@ class Command(BaseCommand):
         for path in options["paths"]:
             if not path.exists():
                 raise CommandError(f"no such file or folder: {path}")
-        report = import_paths(paths=options["paths"], fmt=options["format"], manifest=manifest)
+        report = import_paths(
+            paths=options["paths"], fmt=options["format"], manifest=manifest, replace=options["replace"]
+        )
         record(
             "import.command",
             f"import_trajectories {' '.join(str(p) for p in options['paths'])}: {report.count('imported')} imported, "
-            f"{report.count('duplicate')} already present, {report.count('failed')} failed",
+            f"{report.count('replaced')} read again, {report.count('duplicate')} already present, "
+            f"{report.count('failed')} failed",
             runs=[r.run_id for r in report.results if r.status == "imported"],
+            replaced=[r.run_id for r in report.results if r.status == "replaced"],
         )
         for result in report.results:
             if result.status == "failed":
@@ -42,8 +52,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"{result.status:9} run #{result.run_id}  {result.source}  ({result.events} events)")
             for warning in result.warnings:
                 self.stdout.write(self.style.WARNING(f"  warning: {warning}"))
+        replaced = f"{report.count('replaced')} read again, " if options["replace"] else ""
         summary = (
-            f"{report.count('imported')} imported, {report.count('duplicate')} already present, "
+            f"{report.count('imported')} imported, {replaced}{report.count('duplicate')} already present, "
             f"{report.count('failed')} failed; {report.events} events"
         )
         self.stdout.write(self.style.SUCCESS(summary) if not report.count("failed") else summary)
