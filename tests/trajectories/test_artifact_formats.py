@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.conftest import FIXTURES, write_jsonl
+from tests.conftest import FIXTURES, REAL, write_jsonl
 from trajectories.models import AgentContext, Event, Run
 from trajectories.services import import_paths
 
@@ -21,6 +21,7 @@ pytestmark = pytest.mark.django_db
 EXCERPTS = FIXTURES / "artifact-excerpts"
 EXEC = EXCERPTS / "codex-exec" / "trajectory__EXCERPT_lines1-9.jsonl"
 WIRE_SESSION = EXCERPTS / "kimi-wire" / "session_26c15e02-e408-4cd6-aa8e-423502339338"
+REAL_KIMI = REAL / "kimi"
 
 
 def _imported(report) -> Run:
@@ -137,3 +138,38 @@ def test_a_kimi_wire_file_alone_imports_with_a_warning_about_the_main_agent(tmp_
     run = _imported(import_paths(paths=[tmp_path]))
     assert any("main agent's wire.jsonl is not in the bundle" in w for w in run.warnings)
     assert AgentContext.objects.filter(run=run).count() == 2
+
+
+def test_a_kimi_sub_agent_with_a_wire_file_is_read_from_it_the_others_from_the_journal(tmp_path):
+    """The real AgentSwarm journal (two sub-agents at once) with agent-0's own wire file beside it, in the
+    wire's real shapes: agent-0's words come from its wire, agent-1 and the main agent from the journal,
+    and the journal still says who spawned agent-0 and when."""
+    session = "session_a3ac76f5-c5b7-4ff4-8237-76a0892f7908"
+    shutil.copytree(REAL_KIMI, tmp_path / "kimi")
+    wire = tmp_path / "kimi" / "sessions" / "wd_workspace_c52ddf65534b" / session / "agents" / "agent-0" / "wire.jsonl"
+    write_jsonl(wire, [
+        {"type": "metadata", "protocol_version": "1.5", "created_at": 1786718450100},
+        {"type": "context.append_message", "time": 1786718450101,
+         "message": {"role": "user", "content": [{"type": "text", "text": "Fix it."}]}},
+        {"type": "context.append_loop_event", "time": 1786718452000,
+         "event": {"type": "content.part", "part": {"type": "think", "think": "Read backends.py first."}}},
+        {"type": "context.append_loop_event", "time": 1786718453000,
+         "event": {"type": "tool.call", "toolCallId": "Read_0", "name": "Read", "args": {"path": "backends.py"}}},
+    ])  # fmt: skip
+    run = _imported(import_paths(paths=[tmp_path / "kimi"]))
+    contexts = {c.external_id: c for c in AgentContext.objects.filter(run=run).select_related("parent")}
+    agent0, agent1 = contexts["agent-0"], contexts["agent-1"]
+    assert agent0.source_file.endswith("agents/agent-0/wire.jsonl") and agent0.parent.external_id == "main"
+    assert list(Event.objects.filter(context=agent0).order_by("seq").values_list("kind", "text")) == [
+        ("message", "Fix it."),
+        ("reasoning", "Read backends.py first."),
+        ("tool_call", '{\n  "path": "backends.py"\n}'),
+    ]
+    journal = [json.loads(line) for line in next((REAL_KIMI / "server").rglob("*.jsonl")).read_text().splitlines()]
+    first = next(  # the journal's first word of agent-0 starts it
+        j["envelope"]["timestamp"] for j in journal
+        if "agent-0" in (j.get("envelope", {}).get("payload", {}).get(key) for key in ("agentId", "subagentId"))
+    )  # fmt: skip
+    assert agent0.started_at == datetime.fromisoformat(first.replace("Z", "+00:00"))
+    assert agent1.source_file.startswith("server/events/") and agent1.n_events > 0  # no wire: the journal
+    assert Event.objects.filter(context=contexts["main"], kind="spawn", target="agent-0").exists()
