@@ -12,11 +12,11 @@ from django.http import QueryDict
 
 from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
 
+from .analysis.reports import Rq4Rules
 from .errors import AnnotationError
 from .services.coding import MAX_INSTANCES, LabelInput, field_key
 from .services.review import Ruling
-from .stats.reports import Rq4Rules
-from .stats.settings import CODE_UNIVERSES, SettingsError, format_mechanisms, parse_mechanisms, rq4_rules
+from .study_settings import CODE_UNIVERSES, SettingsError, format_mechanisms, parse_mechanisms, rq4_rules
 
 HINT_POLICY_HELP = (
     "When annotators see the failure-signature hints of a run: after their first submission of it keeps the "
@@ -187,7 +187,7 @@ class AnnotatorChangeForm(forms.Form):
 
 
 class AnalysisSettingsForm(forms.Form):
-    """A study's analysis settings (annotation/stats/settings.py validates them; its errors land on
+    """A study's analysis settings (annotation/study_settings.py validates them; its errors land on
     the field they name)."""
 
     kappa_universe = forms.ChoiceField(choices=list(CODE_UNIVERSES.items()), label="κ's code universe")

@@ -10,9 +10,9 @@ from taxonomy.models import Code, Codebook, FrozenCodebookError
 from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES, hints_allowed
 from trajectories.models import Run
 
+from .analysis.reports import Rq4Rules
 from .fields import DocumentJSONField
-from .stats.reports import Rq4Rules
-from .stats.settings import CODE_UNIVERSES, DEFAULT_CODE_UNIVERSE, rq4_settings
+from .study_settings import CODE_UNIVERSES, DEFAULT_CODE_UNIVERSE, rq4_settings
 
 User = settings.AUTH_USER_MODEL
 
@@ -60,7 +60,7 @@ class Study(models.Model):
         default=dict,
         blank=True,
         help_text='RQ4: {"rules": {...}, "mechanisms": [[key, label], ...]}; empty for the defaults '
-        "(annotation/stats/settings.py).",
+        "(annotation/study_settings.py).",
     )
     hint_policy = models.CharField(
         max_length=25,
@@ -141,7 +141,7 @@ class StudyStatistics(models.Model):
     version = models.PositiveIntegerField(help_text="The study's statistics_version these were computed from.")
     computed_at = models.DateTimeField()
     seconds = models.FloatField(help_text="How long the computation took.")
-    payload = models.JSONField(help_text="What the dashboard shows (selectors/statistics.py).")
+    payload = models.JSONField(help_text="The study's analysis document (annotation/analysis/document.py).")
     helped = models.JSONField(
         default=list, help_text="The RQ4 candidates: [concurrent run id, sequential run id, [reasons]], in run order."
     )
@@ -523,7 +523,7 @@ class SuggestionModel(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="suggestion_models")
     seed = models.IntegerField(help_text="Seeds the folds and the solver: same inputs and seed, same model.")
-    parameters = models.JSONField(help_text="annotation/stats/suggestions.py Params, as used.")
+    parameters = models.JSONField(help_text="annotation/classifier.py Params, as used.")
     features = models.JSONField(default=dict, blank=True, help_text="The feature columns, described.")
     status = models.CharField(max_length=7, choices=Status.choices, default=Status.PENDING)
     folds_done = models.PositiveSmallIntegerField(default=0, help_text="Cross-validation folds (and final fit) done.")

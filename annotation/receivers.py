@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from .analysis.store import analysis_changed
 from .models import Study
-from .services.statistics import statistics_changed
 
 
 def statistics_follow_runs(sender, run_ids: list[int], **kwargs) -> None:
@@ -11,4 +11,4 @@ def statistics_follow_runs(sender, run_ids: list[int], **kwargs) -> None:
     every study holding them are no longer current (the worker recomputes them; the dashboard says so
     until it has)."""
     for study_id in Study.objects.filter(runs__in=run_ids).values_list("pk", flat=True).distinct():
-        statistics_changed(study_id=study_id)
+        analysis_changed(study_id=study_id)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from .services.statistics import statistics_refresh
+from .analysis.store import analysis_refresh
 from .services.suggestions import suggestions_train
 
 
 @shared_task(acks_late=True)
 def refresh_study_statistics(study_id: int) -> dict:
-    stored = statistics_refresh(study_id=study_id)
+    stored = analysis_refresh(study_id=study_id)
     return {"study": study_id, "version": stored.version if stored else None}
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from annotation.stats.agreement import Coding, Taxonomy, agreement_report, headline_bootstrap  # noqa: E402
+from annotation.analysis.agreement import Coding, Taxonomy, agreement_report, headline_bootstrap  # noqa: E402
 from taxonomy.tree import slugify_key  # noqa: E402
 
 

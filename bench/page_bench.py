@@ -32,12 +32,12 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from accounts.roles import ADJUDICATOR, ANNOTATOR  # noqa: E402
+from annotation.analysis import compute  # noqa: E402
+from annotation.analysis.agreement import agreement_report  # noqa: E402
+from annotation.analysis.inputs import independent_codings, read_inputs  # noqa: E402
 from annotation.models import Assignment  # noqa: E402
-from annotation.selectors import dashboard  # noqa: E402
-from annotation.selectors.dashboard import agreement_input  # noqa: E402
 from annotation.selectors.exports import EXPORT_KINDS  # noqa: E402
 from annotation.services.studies import study_assign, study_create  # noqa: E402
-from annotation.stats.agreement import agreement_report  # noqa: E402
 from taxonomy.services import codebook_load_default  # noqa: E402
 from trajectories.models import Run  # noqa: E402
 from trajectories.services import import_paths  # noqa: E402
@@ -139,11 +139,11 @@ def exports(study, users) -> None:
 
 def agreement(study) -> None:
     start = time.perf_counter()
-    taxonomy, codings = agreement_input(study=study)
+    taxonomy, codings, _ = independent_codings(study=study)
     report = agreement_report(taxonomy, codings)
     elapsed = time.perf_counter() - start
     start = time.perf_counter()
-    dashboard.agreement(study=study, resamples=1000)
+    compute.agreement(read_inputs(study, parts=("agreement",)), resamples=1000)
     with_ci = time.perf_counter() - start
     print(
         f"agreement from the database, {study.runs.count():,} runs × {len(codings) / study.runs.count():.0f} "

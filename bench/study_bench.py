@@ -42,9 +42,9 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
+from annotation.analysis.store import analysis_refresh  # noqa: E402
 from annotation.models import Assignment, Discussion, Study, StudyStatistics  # noqa: E402
 from annotation.selectors.exports import EXPORT_KINDS  # noqa: E402
-from annotation.services.statistics import statistics_refresh  # noqa: E402
 from bench.study_scale import SCALES, build_study  # noqa: E402
 from taxonomy.services import codebook_load_default  # noqa: E402
 
@@ -81,7 +81,7 @@ def build(scales: list[str], *, reuse: bool) -> dict[str, Study]:
         study.refresh_from_db()
         if not StudyStatistics.objects.filter(study=study, version=study.statistics_version).exists():
             start = time.perf_counter()
-            statistics_refresh(study_id=study.pk)  # the worker's job after the changes
+            analysis_refresh(study_id=study.pk)  # the worker's job after the changes
             built += f"; statistics computed (the worker's refresh) in {time.perf_counter() - start:.1f} s"
         runs = study.runs.count()
         print(

@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from accounts.roles import ADJUDICATOR, ANNOTATOR
 from activity.models import ActivityEntry
+from annotation.analysis.agreement import masi_distance
 from annotation.models import (
     Annotation,
     Assignment,
@@ -47,7 +48,6 @@ from annotation.models import (
     Study,
 )
 from annotation.services.studies import study_assign, study_create
-from annotation.stats.agreement import masi_distance
 from taxonomy.models import Code, Codebook
 from trajectories.artifacts import anchor_text
 from trajectories.generate import AGENTS, BENCHMARKS, DIFFICULTIES

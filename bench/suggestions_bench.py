@@ -31,11 +31,11 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from annotation.classifier import Params, train  # noqa: E402
 from annotation.models import FinalCoding, FinalLabel  # noqa: E402
 from annotation.selectors import suggestions as selectors  # noqa: E402
 from annotation.services.studies import study_create  # noqa: E402
 from annotation.services.suggestions import suggestions_train, suggestions_train_request  # noqa: E402
-from annotation.stats.suggestions import Params, train  # noqa: E402
 from taxonomy.services import codebook_load_default  # noqa: E402
 from trajectories.generate import generate_corpus  # noqa: E402
 from trajectories.models import Event, Run, SignatureHit  # noqa: E402

@@ -217,7 +217,7 @@ PARALLAX_IMPORT_STALL_SECONDS = env_int("PARALLAX_IMPORT_STALL_SECONDS", 10 * 60
 PARALLAX_MAX_LINE_BYTES = env_int("PARALLAX_MAX_LINE_BYTES", 32 * 1024 * 1024)
 # Celery: eager (in-process) unless a broker is configured (make demo: filesystem://, below).
 # A study's statistics are recomputed by the worker this many seconds after a change (a burst of
-# submissions in that time costs one computation): annotation/services/statistics.py.
+# submissions in that time costs one computation): annotation/analysis/store.py.
 PARALLAX_STATISTICS_DELAY_S = env_int("PARALLAX_STATISTICS_DELAY_S", 5)
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")

@@ -12,10 +12,10 @@ from django.db import connection
 from django.db.models import Exists, OuterRef
 from django.test.utils import CaptureQueriesContext
 
+from annotation.analysis.store import analysis_refresh
 from annotation.models import Assignment, Discussion
 from annotation.services.hints import annotation_hints_show
 from annotation.services.review import discussion_escalate
-from annotation.services.statistics import statistics_refresh
 from annotation.services.studies import study_assign, study_create
 from tests.annotation.test_discussion import code_run
 from tests.conftest import client_for, mode_code, simple_run, write_jsonl
@@ -73,15 +73,15 @@ def _code_everything(study, codebook):
     discussion_escalate(
         discussion=discussion, actor=Assignment.objects.filter(study=study, run=discussion.run)[0].annotator
     )
-    statistics_refresh(study_id=study.pk)
+    analysis_refresh(study_id=study.pk)
     _suggestions_model(study)
 
 
 def _suggestions_model(study):
     """A finished suggestions model of the study, as training stores it, predicting every run: the
     adjudication pages then show its likely-missed codes and order by its uncertainty."""
+    from annotation.classifier import Params
     from annotation.models import RunSuggestion, SuggestionModel
-    from annotation.stats.suggestions import Params
 
     model = SuggestionModel.objects.create(
         study=study, seed=0, parameters=Params().as_dict(), status="done", modes=["same-file-collision"],

@@ -710,7 +710,7 @@ DETECTORS: dict[str, Callable[[Trace], list[Hit]]] = {
 
 
 # Every codebook mode each detector's hits can support (a hit lists those of the rule that fired:
-# a subset). What signatures are measured against gold by (annotation/stats/signature_eval.py).
+# a subset). What signatures are measured against gold by (annotation/analysis/signatures.py).
 DETECTOR_MODES: dict[str, tuple[str, ...]] = {
     "same_file_collision": ("same-file-collision", "source-overwrite", "deliverable-overwrite", "final-tree-overwrite"),
     "unisolated_workspace_writes": ("unisolated-workspace-writes", "cross-file-scope-collision"),

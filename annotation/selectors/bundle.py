@@ -18,15 +18,17 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
+from ..analysis.agreement import LEVELS
+from ..analysis.compute import BOOTSTRAP_RESAMPLES, compute
+from ..analysis.document import StudyAnalysis
+from ..analysis.inputs import pair_metrics, pair_outcomes, read_inputs
+from ..analysis.reports import PROCESS_METRICS
+from ..analysis.store import stored_analysis
 from ..models import LABEL_FIELDS, AuditEntry, FinalCoding, Study
-from ..stats.agreement import LEVELS
-from ..stats.reports import PROCESS_METRICS, outcome_comparison, process_summary
-from ..stats.settings import CODE_UNIVERSES
-from . import dashboard
+from ..study_settings import CODE_UNIVERSES
 from .exports import LABEL_COLUMNS, RQ1_METHODS, label_rows
-from .statistics import helped_pairs
+from .progress import first_submissions
 
-BOOTSTRAP_RESAMPLES = 1000  # what the dashboard shows
 INTEGER_METRICS = {"subagents_created", "peak_concurrency", "tokens", "shell_calls"}
 LABEL_DETAIL = tuple((name, "integer" if name == "instance" else "string") for name in LABEL_FIELDS)
 
@@ -138,7 +140,7 @@ def pair_key(run) -> str:
 
 def independent_rows(study: Study) -> Iterable[dict]:
     codes = {c.key: c for c in study.codebook.codes.select_related("parent__parent")}
-    first = dashboard.first_submissions(study=study)
+    first = first_submissions(study=study)
     for entry in sorted(first, key=lambda e: (e.annotation.assignment.run_id, e.annotation.assignment.slot)):
         assignment = entry.annotation.assignment
         base = {
@@ -210,7 +212,7 @@ def final_rows(study: Study) -> Iterable[dict]:
 
 
 def pair_rows(study: Study) -> Iterable[dict]:
-    for pair in dashboard.pair_outcomes(study=study):
+    for pair in pair_outcomes(study=study):
         yield {
             "pair_key": f"{pair.benchmark}/{pair.task}/{pair.agent}",
             "agent": pair.agent,
@@ -230,7 +232,7 @@ def pair_rows(study: Study) -> Iterable[dict]:
 
 
 def run_metric_rows(study: Study) -> Iterable[dict]:
-    for run in dashboard.pair_metrics(study=study):
+    for run in pair_metrics(study=study):
         yield {
             "pair_key": f"{run.benchmark}/{run.task}/{run.agent}",
             "agent": run.agent,
@@ -303,19 +305,16 @@ def parameters(study: Study) -> dict:
     }
 
 
-def dashboard_numbers(study: Study) -> dict:
-    """What the dashboard shows, for the script to compare its own results with."""
-    agreement = dashboard.agreement(study=study, resamples=BOOTSTRAP_RESAMPLES)
-    agreement.pop("names", None)
-    pairs = dashboard.pair_outcomes(study=study)
-    rules, _ = study.rq4()
-    return {
-        "agreement": agreement,
-        "table3": dashboard.study_failure_modes(study=study),
-        "rq1": outcome_comparison(pairs),
-        "rq2": process_summary(dashboard.pair_metrics(study=study)),
-        "rq4": helped_pairs(pairs, rules),
-    }
+def analysis_document(study: Study) -> tuple[StudyAnalysis, dict]:
+    """The study's analysis as the dashboard shows it — the stored document when it is current (carried
+    as it was stored), else computed now from the study's rows — and where it came from."""
+    stored = stored_analysis(study, read=("payload", "helped"))
+    if stored.current and not stored.document.missing:
+        statistics = stored.statistics
+        return stored.document, {"stored": True, "version": statistics.version,
+                                 "computed_at": statistics.computed_at.isoformat()}  # fmt: skip
+    return compute(read_inputs(study)), {"stored": False, "version": stored.version,
+                                         "computed_at": datetime.now(UTC).isoformat()}  # fmt: skip
 
 
 def study_bundle(study: Study) -> bytes:
@@ -336,8 +335,9 @@ def study_bundle(study: Study) -> bytes:
             columns = [column for column, _ in schemas[name]]
             bundle.writestr(f"{name}.csv", _csv(rows, columns))
             bundle.writestr(f"{name}.parquet", _parquet(rows, schemas[name]))
-        bundle.writestr("study.json", json.dumps(parameters(study), indent=2))
-        bundle.writestr("dashboard.json", json.dumps(dashboard_numbers(study), indent=2, default=str))
+        document, origin = analysis_document(study)
+        bundle.writestr("study.json", json.dumps({**parameters(study), "analysis": origin}, indent=2))
+        bundle.writestr("dashboard.json", json.dumps(document.numbers(), indent=2, default=str))
         bundle.writestr("datapackage.json", json.dumps(_datapackage(study, schemas), indent=2))
     return buffer.getvalue()
 

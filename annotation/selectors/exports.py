@@ -10,12 +10,11 @@ from trajectories.exports import METRICS_COLUMNS, by_pk, metrics_rows
 from trajectories.models import Run
 from trajectories.selectors import twins
 
+from ..analysis.inputs import pair_outcomes
+from ..analysis.signatures import COLUMNS as SIGNATURE_COLUMNS
+from ..analysis.signatures import evaluation_rows
+from ..analysis.store import analysis_section, stored_analysis
 from ..models import LABEL_FIELDS, AdvantageTag, Annotation, FinalCoding, Label, Study
-from ..stats import signature_eval
-from ..stats.reports import process_summary
-from . import dashboard
-from .signatures import signature_evaluation
-from .statistics import helped_pairs, stored_statistics
 
 LABEL_COLUMNS = (
     "study",
@@ -244,20 +243,9 @@ def _final_batch(study: Study, runs: list[int]) -> Iterator[dict]:
             }
 
 
-def _stored(study: Study) -> dict | None:
-    """The study's stored statistics if they are current (the κ and Table 3 exports then stream from
-    them at once); None if they are missing or older than the study's codings."""
-    stored = stored_statistics(study)
-    return stored.payload if stored.current else None
-
-
 def table3_rows(study: Study) -> tuple[tuple[str, ...], Iterator[dict]]:
-    payload = _stored(study)
-    if payload is not None:
-        table, agents = payload["table3"], payload["agents"]
-    else:
-        table = dashboard.study_failure_modes(study=study)
-        agents = sorted(set(study.runs.values_list("agent__name", flat=True)))
+    table = analysis_section(study, "table3")
+    agents = sorted(set(study.runs.values_list("agent__name", flat=True)))  # the table's share_by_agent keys
     columns = (*TABLE3_COLUMNS, *(f"share_{agent}" for agent in agents))
 
     def rows():
@@ -270,18 +258,13 @@ def table3_rows(study: Study) -> tuple[tuple[str, ...], Iterator[dict]]:
     return columns, rows()
 
 
-def _agreement(study: Study) -> dict:
-    payload = _stored(study)
-    return payload["agreement"] if payload is not None else dashboard.agreement(study=study, resamples=0)
-
-
 def _universe(report: dict, study: Study) -> str:
     """Which codes κ was computed over, as the agreement exports record it in every row."""
     return report.get("code_universe", {}).get("kind", study.kappa_universe)
 
 
 def agreement_rows(study: Study) -> Iterator[dict]:
-    report = _agreement(study)
+    report = analysis_section(study, "agreement")
     universe = _universe(report, study)
     for pair in report["pairs"]:
         a, b = pair["annotators"]
@@ -301,7 +284,7 @@ def agreement_rows(study: Study) -> Iterator[dict]:
 
 
 def per_code_rows(study: Study) -> Iterator[dict]:
-    report = _agreement(study)
+    report = analysis_section(study, "agreement")
     universe = _universe(report, study)
     for pair in report["pairs"]:
         a, b = pair["annotators"]
@@ -320,11 +303,7 @@ def per_code_rows(study: Study) -> Iterator[dict]:
 
 def kappa_by_version_rows(study: Study) -> Iterator[dict]:
     """The headline κ per codebook version the study pinned (its codings against each)."""
-    payload = _stored(study)
-    rows = payload.get("by_version") if payload is not None else None
-    if rows is None:
-        rows = dashboard.agreement_by_version(study=study, resamples=0)
-    for row in rows:
+    for row in analysis_section(study, "by_version"):
         yield {column: row[column] for column in KAPPA_BY_VERSION_COLUMNS}
 
 
@@ -340,8 +319,7 @@ def outcome_rows(study: Study) -> Iterator[dict]:
 
 def rq1_rows(study: Study) -> Iterator[dict]:
     """RQ1's two tables: a row per agent, then a row per agent × benchmark (Holm within each)."""
-    payload = _stored(study)
-    rq1 = payload["rq1"] if payload is not None else dashboard.study_outcomes(study=study)
+    rq1 = analysis_section(study, "rq1")
     for agent, row in rq1["agents"].items():
         yield {**{k: row.get(k) for k in RQ1_COLUMNS}, "table": "agent", "agent": agent, "methods": RQ1_METHODS}
     for row in rq1["cells"]:
@@ -349,9 +327,7 @@ def rq1_rows(study: Study) -> Iterator[dict]:
 
 
 def rq2_rows(study: Study) -> Iterator[dict]:
-    payload = _stored(study)
-    rows = payload["rq2"] if payload is not None else process_summary(dashboard.pair_metrics(study=study))
-    for row in rows:
+    for row in analysis_section(study, "rq2"):
         out = {k: row[k] for k in ("agent", "benchmark", "difficulty", "metric")}
         for mode in ("concurrent", "sequential"):
             out.update({f"{mode}_{name}": row[mode][name] for name in ("n", "median", "q1", "q3")})
@@ -360,16 +336,16 @@ def rq2_rows(study: Study) -> Iterator[dict]:
 
 def rq4_rows(study: Study) -> Iterator[dict]:
     """The RQ4 candidates under the study's rules, with their tags and, in every row, the rules used."""
-    stored = stored_statistics(study, read=("payload", "helped"))
+    stored = stored_analysis(study)
     rules, tags = study.rq4()
-    if stored.current:
-        helped, used = stored.helped, stored.payload.get("settings", {}).get("rq4_rules", rules.as_dict())
-    else:
-        helped, used = helped_pairs(dashboard.pair_outcomes(study=study), rules), rules.as_dict()
+    document = stored.document if stored.current else None
+    used = document.settings.rq4_rules if document is not None and document.settings.rq4_rules else rules.as_dict()
+    helped = analysis_section(study, "helped")
     reasons = {concurrent: why for concurrent, _, why in helped}
     labels = dict(tags)
     tagged = {t.run_id: t for t in AdvantageTag.objects.filter(study=study)}
-    for pair in sorted(dashboard.pair_outcomes(study=study, run_ids=list(reasons)), key=lambda p: p.concurrent_run_id):
+    pairs = pair_outcomes(study=study, run_ids=list(reasons))
+    for pair in sorted(pairs, key=lambda p: p.concurrent_run_id):
         tag = tagged.get(pair.concurrent_run_id)
         yield {
             "concurrent_run_id": pair.concurrent_run_id,
@@ -387,11 +363,7 @@ def rq4_rows(study: Study) -> Iterator[dict]:
 
 def signature_rows(study: Study) -> Iterator[dict]:
     """The failure signatures against the final labels: detector × mode, detector and mode rows."""
-    payload = _stored(study)
-    evaluation = payload.get("signatures") if payload is not None else None
-    if evaluation is None:  # not current, or computed before signatures were measured
-        evaluation = signature_evaluation(study=study)
-    yield from signature_eval.evaluation_rows(evaluation)
+    yield from evaluation_rows(analysis_section(study, "signatures"))
 
 
 def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
@@ -416,7 +388,7 @@ def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
     if kind == "rq4":
         return RQ4_COLUMNS, rq4_rows(study)
     if kind == "signatures":
-        return signature_eval.COLUMNS, signature_rows(study)
+        return SIGNATURE_COLUMNS, signature_rows(study)
     raise KeyError(kind)
 
 

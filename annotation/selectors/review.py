@@ -12,8 +12,8 @@ from accounts.roles import is_admin
 from config.keyset import KeysetPage, keyset_page
 from taxonomy.models import Code
 
+from ..coding_changes import coding_diff
 from ..models import Annotation, Assignment, AuditEntry, Discussion, FinalCoding, Study
-from ..stats.changes import coding_diff
 from .suggestions import uncertainty_subquery
 
 LIST_PAGE_SIZE = 50

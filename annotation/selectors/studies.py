@@ -10,8 +10,8 @@ from accounts.roles import ADJUDICATOR, ADMIN, ANNOTATOR
 from trajectories.models import Run
 from trajectories.selectors import paired_concurrent_runs
 
+from ..assignment import balance
 from ..models import Assignment, Study
-from ..stats.assignment import balance
 
 User = get_user_model()
 RUN_FILTERS = ("agent", "benchmark", "difficulty")  # form field → what it filters on
@@ -72,7 +72,7 @@ def coders_by_run(study: Study, *, exclude_runs: set[int] = frozenset()) -> dict
 
 
 def study_balance(*, study: Study) -> dict:
-    """How even the study's assignment is (stats/assignment.py balance) over its current
+    """How even the study's assignment is (assignment.py balance) over its current
     annotators, with usernames for the counts."""
     on_run = coders_by_run(study)
     current = dict(study.annotators.values_list("pk", "username"))

@@ -12,8 +12,8 @@ from taxonomy.models import Code
 from trajectories.models import Event, SignatureHit
 from trajectories.signatures import DETECTORS
 
+from ..classifier import METRICS, TEXT_CHARS_PER_EVENT, TEXT_EVENT_KINDS, RunInput, run_text
 from ..models import FinalCoding, FinalLabel, RunSuggestion, Study, SuggestionModel
-from ..stats.suggestions import METRICS, TEXT_CHARS_PER_EVENT, TEXT_EVENT_KINDS, RunInput, run_text
 
 MODELS_LISTED = 10
 

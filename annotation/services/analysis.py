@@ -11,10 +11,10 @@ from django.db import transaction
 from activity.services import record
 from trajectories.access import HINT_POLICIES
 
+from ..analysis.reports import Rq4Rules
+from ..analysis.store import analysis_changed
 from ..models import AdvantageTag, Study
-from ..stats.reports import Rq4Rules
-from ..stats.settings import SettingsError, code_universe, mechanisms
-from .statistics import statistics_changed
+from ..study_settings import SettingsError, code_universe, mechanisms
 
 
 @transaction.atomic
@@ -64,5 +64,5 @@ def study_analysis_update(
     record("study.analysis", f"analysis settings changed: {', '.join(changed)}", actor=actor, study_id=study.pk,
            kappa_universe=kappa_universe, rq4=locked.rq4_settings, **detail)  # fmt: skip
     if {"kappa_universe", "rq4_rules"} & set(changed):
-        statistics_changed(study_id=study.pk)
+        analysis_changed(study_id=study.pk)
     return changed

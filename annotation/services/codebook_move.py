@@ -4,7 +4,7 @@ Renames and merges (one target) carry the labels over; a split (several targets)
 the codings that used the split code are reopened for re-coding, and a final coding that used it
 is removed and its run's discussion reopened for the adjudicator. The move is recorded
 (StudyCodebookMove, the activity log, the audit trail of every coding it changed); agreement is
-then reported per version (selectors/dashboard.py: a coding belongs to the version pinned when it
+then reported per version (analysis/inputs.py: a coding belongs to the version pinned when it
 was submitted)."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from django.db import transaction
 from activity.services import record
 from taxonomy.models import Code, Codebook
 
+from ..analysis.store import analysis_changed
 from ..errors import AnnotationError
 from ..models import Annotation, Discussion, FinalLabel, Label, Study, StudyCodebookMove
 from .coding import audit, snapshot
-from .statistics import statistics_changed
 
 
 def _normalised(key_map: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
@@ -179,7 +179,7 @@ def study_move_codebook(
         study=study, from_codebook=old, to_codebook=codebook, key_map=mapping, actor=actor, note=note.strip(),
         mapped_labels=mapped, reopened=reopened,
     )  # fmt: skip
-    statistics_changed(study_id=study.pk)
+    analysis_changed(study_id=study.pk)
     record(
         "study.codebook_move",
         f"{study} moved from {old.name} v{old.version} to v{codebook.version}: {mapped} label(s) carried over, "

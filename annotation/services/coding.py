@@ -11,11 +11,11 @@ from django.utils import timezone
 
 from taxonomy.models import Code
 
+from ..analysis.store import analysis_changed
 from ..errors import AnnotationError, ConflictError, LockedError
 from ..models import Annotation, AuditEntry, Discussion, Label, Study
 from .anchors import anchor_problems, clean_anchors, field_key, numbered
 from .review import discussion_require_open, run_reconcile
-from .statistics import statistics_changed
 
 
 @dataclass
@@ -223,7 +223,7 @@ def annotation_submit(
         raise AnnotationError("; ".join(errors.values()), errors)
     before = snapshot(annotation)
     # The study's row first (as assignment changes take it), then the annotation's: one lock order.
-    statistics_changed(study_id=annotation.assignment.study_id)  # agreement counts first submissions
+    analysis_changed(study_id=annotation.assignment.study_id)  # agreement counts first submissions
     _claim_version(annotation, version)
     annotation.status = Annotation.Status.SUBMITTED
     annotation.submitted_at = timezone.now()

@@ -14,9 +14,9 @@ from taxonomy.services import code_create, codebook_create_from_specs, codebook_
 from taxonomy.tree import TreeError, slugify_key
 from trajectories.selectors import paired_concurrent_runs
 
+from ..assignment import pilot_sample
 from ..errors import AnnotationError
 from ..models import OpenCode, PilotRound
-from ..stats.assignment import pilot_sample
 
 
 @transaction.atomic

@@ -17,13 +17,13 @@ from trajectories.benchmarks import canonical_benchmark
 from trajectories.models import Run
 from trajectories.selectors import run_twin
 
+from ..analysis.store import analysis_changed
 from ..errors import AnnotationError
 from ..models import Assignment, FinalCoding, FinalLabel, PublishedRecord, Study
 from ..published_files import PublishedPair
 from ..review_json import advantage_verdict, review_from_data
 from ..selectors.queue import annotation_for
 from .coding import LabelInput, anchor_problems, annotation_save, annotation_submit, numbered
-from .statistics import statistics_changed
 from .studies import assignment_add
 
 
@@ -173,7 +173,7 @@ def _load(study: Study, pair: PublishedPair, run: Run, codes: dict[str, Code], *
         note += "\nLabels not in the codebook: " + "; ".join(result.unknown)
     inputs = [LabelInput(code_id=code.pk, **_recorded(failure, rejected_ids)) for code, failure in picked]
     if annotator is None:
-        statistics_changed(study_id=study.pk)
+        analysis_changed(study_id=study.pk)
         final = FinalCoding.objects.create(
             study=study,
             run=run,

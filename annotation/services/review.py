@@ -17,12 +17,12 @@ from django.utils import timezone
 from activity.services import record
 from taxonomy.models import Code
 
+from ..analysis.agreement import masi_distance
+from ..analysis.store import analysis_changed
 from ..errors import AnnotationError
 from ..models import AdvantageTag, Annotation, Comment, Discussion, FinalCoding, FinalLabel, Study
 from ..selectors.review import participants, run_annotations
-from ..stats.agreement import masi_distance
 from .anchors import anchor_problems, clean_anchors
-from .statistics import statistics_changed
 
 
 def mode_keys(annotation: Annotation) -> frozenset[str]:
@@ -46,7 +46,7 @@ def final_from_annotations(
         no_failure=not any(mode_keys(a) for a in annotations),
     )
     merged = merged_labels(annotations)
-    statistics_changed(study_id=study.pk)
+    analysis_changed(study_id=study.pk)
     FinalLabel.objects.bulk_create(
         [
             FinalLabel(
@@ -248,7 +248,7 @@ def adjudicate(
         errors[key] = f"'{modes[int(code_id)]}' {name}: " + "; ".join(problems)
     if errors:
         raise AnnotationError("; ".join(f"{k}: {v}" for k, v in errors.items()), errors)
-    statistics_changed(study_id=discussion.study_id)
+    analysis_changed(study_id=discussion.study_id)
     final = FinalCoding.objects.create(
         study=discussion.study,
         run_id=discussion.run_id,

@@ -16,12 +16,12 @@ from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
 from trajectories.models import Run
 from trajectories.selectors import paired_concurrent_runs
 
+from ..analysis.store import analysis_changed
+from ..assignment import assign_groups, queue_order
 from ..errors import AnnotationError
 from ..models import Annotation, Assignment, Study
 from ..selectors.studies import coders_by_run as _coders_by_run
-from ..stats.assignment import assign_groups, queue_order
 from .coding import audit, snapshot
-from .statistics import statistics_changed
 
 User = get_user_model()
 
@@ -80,7 +80,7 @@ def study_create(
            codebook_id=codebook.pk, seed=seed, runs=study.runs.count(), adjudicator=adjudicator.get_username(),
            annotators=sorted(a.get_username() for a in annotators), coders_per_run=coders_per_run,
            hint_policy=hint_policy)  # fmt: skip
-    statistics_changed(study_id=study.pk)  # RQ1 has its figures before anything is coded
+    analysis_changed(study_id=study.pk)  # RQ1 has its figures before anything is coded
     return study
 
 
@@ -191,7 +191,7 @@ def _deal(study: Study, runs: list[tuple[int, tuple]], *, already: Counter) -> l
 def study_assign(*, study: Study) -> int:
     """Assign every unassigned run of the study to k of its N annotators, continuing the balance
     the study already has (runs added later, even one at a time, are dealt where group counts are
-    lowest: stats/assignment.py). Deterministic (same seed and same arrivals, same result) and
+    lowest: assignment.py). Deterministic (same seed and same arrivals, same result) and
     serialised on the study's row, so concurrent calls cannot assign a run twice; the database
     constraints make any other outcome impossible. Each annotator's new runs join the end of their
     queue in an order drawn from the seed. Returns assignments created."""
@@ -241,7 +241,7 @@ def study_add_runs(*, study: Study, run_ids: list[int], actor: AbstractBaseUser 
     record("study.add_runs", f"{len(wanted)} runs added to {study.name!r}", actor=actor, study_id=study.pk,
            runs=sorted(wanted))  # fmt: skip
     study_assign(study=study)
-    statistics_changed(study_id=study.pk)  # RQ1 covers the new pairs
+    analysis_changed(study_id=study.pk)  # RQ1 covers the new pairs
     return len(wanted)
 
 

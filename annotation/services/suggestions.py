@@ -1,6 +1,6 @@
 """Training the suggestions classifier of a study (docs/suggestions.md): a request stores a pending
 model and queues the worker once it commits; the worker's `suggestions_train` gathers the study's
-runs and final labels, cross-validates and fits (stats/suggestions.py), reporting folds done as it
+runs and final labels, cross-validates and fits (classifier.py), reporting folds done as it
 goes, and stores the result whole — scores, calibration, provenance and one RunSuggestion per run —
 or, when training fails, the error and nothing else."""
 
@@ -18,11 +18,11 @@ from django.utils import timezone
 from activity.services import record
 from taxonomy.models import Code
 
+from ..assignment import queue_order
+from ..classifier import Params, SuggestionError, train, uncertainty
 from ..errors import AnnotationError
 from ..models import Assignment, FinalCoding, FinalLabel, RunSuggestion, Study, SuggestionModel
 from ..selectors import suggestions as selectors
-from ..stats.assignment import queue_order
-from ..stats.suggestions import Params, SuggestionError, train, uncertainty
 
 logger = logging.getLogger(__name__)
 SEED_RANGE = (0, 2**31 - 1)
@@ -180,7 +180,7 @@ def queues_reorder(*, study: Study) -> int:
     """Permute the queue positions of each annotator's *untouched* assignments (no coding started:
     no annotation row) among themselves: most uncertain to the study's current model first when
     the study orders by uncertainty (a run without a prediction after those with one), else in the
-    order the seed draws (stats/assignment.queue_order). Started, skipped and submitted work keeps
+    order the seed draws (assignment.queue_order). Started, skipped and submitted work keeps
     its place. Annotators see the order only. Returns how many assignments moved."""
     model = selectors.current_model(study=study) if study.queue_by_uncertainty else None
     uncertainty_of = (

@@ -15,7 +15,7 @@ from taxonomy.tree import TreeError, parse_key_map
 from ..access import lead_study
 from ..errors import AnnotationError
 from ..models import StudyCodebookMove
-from ..selectors import dashboard
+from ..selectors import progress
 from ..services.codebook_move import study_move_codebook
 
 
@@ -48,7 +48,7 @@ def study_codebook(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         "study": study,
         "moves": StudyCodebookMove.objects.filter(study=study).select_related("from_codebook", "to_codebook", "actor"),
         "targets": Codebook.objects.filter(status=Codebook.Status.FROZEN).exclude(pk=study.codebook_id),
-        "used": dashboard.mode_usage(study=study),
+        "used": progress.mode_usage(study=study),
         "error": error,
         "errors": errors,
         "posted": request.POST,

@@ -16,18 +16,20 @@ from config.responses import invalid_parameter, reload_page
 from trajectories.exports import csv_lines
 
 from ..access import lead_study
+from ..analysis.document import StudyAnalysis
+from ..analysis.inputs import pair_outcomes
+from ..analysis.reports import concurrency_helped
+from ..analysis.store import analysis_request, stored_analysis
 from ..forms import AnalysisSettingsForm
 from ..models import AdvantageTag, PublishedRecord, Study
 from ..published_files import KIND_FILES
-from ..selectors import bundle, dashboard, history, statistics
+from ..selectors import bundle, history, progress
 from ..selectors.exports import EXPORT_KINDS, export
 from ..selectors.published import published_records_shown
 from ..services.analysis import study_analysis_update
 from ..services.review import advantage_tag
-from ..services.statistics import statistics_request
-from ..stats import charts
-from ..stats.reports import concurrency_helped
-from ..stats.settings import CODE_UNIVERSES, SettingsError
+from ..study_settings import CODE_UNIVERSES, SettingsError
+from . import charts
 
 
 @require_GET
@@ -48,28 +50,29 @@ def study_dashboard(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     """Progress (live counts) and the statistics the worker last computed, saying whether they are
     current: nothing here computes a statistic."""
     study = lead_study(request.user, study_id)
-    stored = statistics.stored_statistics(study)
+    stored = stored_analysis(study)
+    document = stored.document
     context = {
         "study": study,
-        "progress": dashboard.progress(study=study),
+        "progress": progress.progress(study=study),
         "stored": stored,
-        "stats": stored.payload,
+        "stats": document,
         "export_kinds": EXPORT_KINDS,
-        **(_statistics_context(stored.payload) if stored.payload else {}),
+        **(_statistics_context(document) if document else {}),
     }
     return render(request, "annotation/dashboard.html", context)
 
 
-def _statistics_context(payload: dict) -> dict:
-    report, table3, over_time = payload["agreement"], payload["table3"], payload["over_time"]
-    mode_rows = [r for r in table3["rows"] if r["level"] == "mode"]
+def _statistics_context(document: StudyAnalysis) -> dict:
+    report, table3, over_time = document.agreement, document.table3, document.over_time
+    mode_rows = [r for r in table3.get("rows", []) if r["level"] == "mode"]
     return {
         "report": report,
-        "pairs": report["pairs"],
-        "per_code": payload["per_code"],
-        "mode_pairs": [p for p in report["pairs"] if p["levels"]["mode"]["n_shared_items"]],
+        "pairs": report.get("pairs", []),
+        "per_code": document.per_code,
+        "mode_pairs": [p for p in report.get("pairs", []) if p["levels"]["mode"]["n_shared_items"]],
         "over_time": over_time,
-        "by_version": payload.get("by_version", []),  # statistics computed before versions were reported: none
+        "by_version": document.by_version,
         "over_time_chart": charts.line(
             [(p["runs"], p["kappa"]) for p in over_time],
             x_label="runs with all their codings in (count, in the order they were completed)",
@@ -79,12 +82,12 @@ def _statistics_context(payload: dict) -> dict:
         "table3_chart": charts.bars(
             [(r["name"], r["count"]) for r in mode_rows], x_label="instances in the final labels (count)"
         ),
-        "agents": sorted(table3["instances_by_agent"]) or payload["agents"],
-        "rq1": payload["rq1"],
-        "rq2": payload.get("rq2", []),  # figures stored before RQ2 existed have none until recomputed
-        "signatures": payload.get("signatures"),  # likewise for the signatures against gold
-        "used": payload.get("settings"),
-        "universe_label": CODE_UNIVERSES.get((payload.get("settings") or {}).get("kappa_universe", "codebook")),
+        "agents": sorted(table3.get("instances_by_agent", {})) or document.agents,
+        "rq1": document.rq1,
+        "rq2": document.rq2,
+        "signatures": document.signatures,
+        "used": None if "settings" in document.missing else document.settings,
+        "universe_label": CODE_UNIVERSES.get(document.settings.kappa_universe),
     }
 
 
@@ -93,7 +96,7 @@ def statistics_status(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     """The dashboard asks, while its figures are not current: the same status line back, or — once
     newer statistics than those shown have landed — a reload of the page. Two queries."""
     study = lead_study(request.user, study_id)
-    stored = statistics.stored_statistics(study, read=())
+    stored = stored_analysis(study, read=())
     shown = request.GET.get("shown")
     if shown is not None and not (shown.isascii() and shown.lstrip("-").isdigit()):
         return invalid_parameter(request, f"'shown' must be a version number, got {shown[:40]!r}")
@@ -107,7 +110,7 @@ def statistics_refresh(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     """Ask the worker for the study's statistics now (when none are stored, or a queued refresh was
     lost)."""
     study = lead_study(request.user, study_id)
-    if statistics_request(study_id=study.pk):
+    if analysis_request(study_id=study.pk):
         messages.success(request, "The statistics are being computed: the dashboard reloads itself when they land.")
     else:
         messages.info(request, "A computation of the statistics is already waiting for the worker.")
@@ -121,7 +124,7 @@ HELPED_PAGE_SIZE = 50
 def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     """The RQ4 candidates from the stored statistics, a page at a time, with their current tags."""
     study = lead_study(request.user, study_id)
-    stored = statistics.stored_statistics(study, read=("helped",))
+    stored = stored_analysis(study, read=("helped",))
     raw = request.GET.get("page", "1")
     if not (raw.isascii() and raw.isdigit() and int(raw) > 0):
         return invalid_parameter(request, f"'page' must be a positive number, got {raw[:40]!r}")
@@ -130,7 +133,7 @@ def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     rows = stored.helped
     shown = rows[(number - 1) * HELPED_PAGE_SIZE : number * HELPED_PAGE_SIZE]
     reasons = {concurrent: why for concurrent, _, why in shown}
-    pairs = dashboard.pair_outcomes(study=study, run_ids=list(reasons))
+    pairs = pair_outcomes(study=study, run_ids=list(reasons))
     tags = {t.run_id: t for t in AdvantageTag.objects.filter(study=study, run_id__in=list(reasons))}
     shown = [
         {"pair": pair, "reasons": reasons[pair.concurrent_run_id], "tag": tags.get(pair.concurrent_run_id)}
@@ -156,7 +159,7 @@ def helped_pairs(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
 def helped_pair_tag(request: HtmxHttpRequest, study_id: int, run_id: int) -> HttpResponse:
     study = lead_study(request.user, study_id)
     rules, tags = study.rq4()
-    if not any(concurrency_helped(pair, rules) for pair in dashboard.pair_outcomes(study=study, run_ids=[run_id])):
+    if not any(concurrency_helped(pair, rules) for pair in pair_outcomes(study=study, run_ids=[run_id])):
         raise Http404("That run is not a pair where concurrency helped.")
     mechanism = request.POST.get("mechanism", "")
     if mechanism not in dict(tags):

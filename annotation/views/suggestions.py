@@ -14,12 +14,12 @@ from config.responses import invalid_parameter, reload_page
 from taxonomy.models import Code
 
 from ..access import lead_study
+from ..classifier import Params
 from ..errors import AnnotationError
 from ..models import Study, SuggestionModel
 from ..selectors import suggestions as selectors
 from ..services.suggestions import study_queue_order_set, suggestions_train_request
-from ..stats import charts
-from ..stats.suggestions import Params
+from . import charts
 
 
 def _page(request: HtmxHttpRequest, study: Study, *, error: str = "", form=None, status: int = 200) -> HttpResponse:

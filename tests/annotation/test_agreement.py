@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.stats.agreement import (
+from annotation.analysis.agreement import (
     AgreementInputError,
     Coding,
     Taxonomy,
@@ -282,21 +282,22 @@ def test_command_on_a_study_uses_first_submissions(study, trio, codebook):
     # The command prints what the dashboard shows: the study's own seed and the same function.
     from django.core.management import CommandError
 
-    from annotation.selectors import dashboard
+    from annotation.analysis import compute
+    from annotation.analysis.inputs import read_inputs
 
     study.seed = 7
     study.save(update_fields=["seed"])
     out = StringIO()
     call_command("agreement", "--study", str(study.pk), "--ci", "--resamples", "50", stdout=out)
     printed = json.loads(out.getvalue())["headline"]
-    shown = dashboard.agreement(study=study, resamples=50)["headline"]
+    shown = compute.agreement(read_inputs(study, parts=("agreement",)), resamples=50)["headline"]
     assert printed == json.loads(json.dumps(shown)) and printed["seed"] == 7
     with pytest.raises(CommandError, match="its own seed"):
         call_command("agreement", "--study", str(study.pk), "--ci", "--seed", "0", stdout=StringIO())
 
 
 def test_headline_series_equals_full_reports_on_prefixes():
-    from annotation.stats.agreement import headline_series
+    from annotation.analysis.agreement import headline_series
 
     codings = []
     for i in range(30):

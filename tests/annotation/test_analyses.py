@@ -11,7 +11,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from annotation.stats.reports import (
+from annotation.analysis.reports import (
     DEFAULT_RQ4_RULES,
     PairOutcome,
     Rq4Rules,
@@ -25,7 +25,7 @@ from annotation.stats.reports import (
     quantile,
     wilson_interval,
 )
-from annotation.stats.settings import SettingsError, mechanisms, parse_mechanisms, rq4_rules, rq4_settings
+from annotation.study_settings import SettingsError, mechanisms, parse_mechanisms, rq4_rules, rq4_settings
 
 TABLES = [(10, 5, 1, 4), (3, 0, 4, 9), (0, 7, 0, 0), (20, 12, 9, 30), (1, 1, 1, 1), (50, 0, 0, 2), (2, 13, 2, 1)]
 

@@ -15,8 +15,8 @@ import pytest
 from django.core.management import call_command
 
 from activity.models import ActivityEntry
+from annotation.analysis.store import analysis_refresh
 from annotation.models import AdvantageTag, Study, StudyStatistics
-from annotation.services.statistics import statistics_refresh
 from tests.annotation.test_bundle import reproduce
 from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
 from tests.conftest import client_for
@@ -68,7 +68,7 @@ def test_the_universe_and_the_rules_change_the_statistics(coded_study, adjudicat
     assert study.kappa_universe == "observed" and study.rq4_settings["rules"]["faster_min_seconds"] == 10.0
     assert version(coded_study) == before + 1
     assert ActivityEntry.objects.filter(action="study.analysis", study_id=study.pk).count() == 1
-    statistics_refresh(study_id=study.pk)
+    analysis_refresh(study_id=study.pk)
     payload = StudyStatistics.objects.get(study=study).payload
     assert payload["settings"]["kappa_universe"] == "observed"
     assert payload["settings"]["rq4_rules"]["faster_min_seconds"] == 10.0
@@ -128,10 +128,10 @@ def _helped_run(study):
     run = study.runs.order_by("pk").first()
     Run.objects.filter(pk=run.pk).update(test_pass=1.0)
     Run.objects.filter(task=run.task, agent=run.agent, mode="sequential").update(test_pass=0.5)
-    from annotation.services.statistics import statistics_changed
+    from annotation.analysis.store import analysis_changed
 
-    statistics_changed(study_id=study.pk)
-    statistics_refresh(study_id=study.pk)
+    analysis_changed(study_id=study.pk)
+    analysis_refresh(study_id=study.pk)
     return run
 
 
@@ -175,7 +175,7 @@ def test_stricter_rules_drop_a_candidate_and_the_export_records_them(
     client = client_for(adjudicator)
     with django_capture_on_commit_callbacks(execute=True):
         client.post(url(coded_study), {**DEFAULTS, "test_pass_margin": "0.6"})
-    statistics_refresh(study_id=coded_study.pk)
+    analysis_refresh(study_id=coded_study.pk)
     assert StudyStatistics.objects.get(study=coded_study).helped == []
     assert list(csv.DictReader(io.StringIO(_export(client, coded_study, "rq4")))) == []
     page = client.get(f"/annotate/studies/{coded_study.pk}/advantage/").content.decode()

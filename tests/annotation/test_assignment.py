@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from annotation.stats.assignment import assign_groups, balance, coder_groups, pilot_sample
+from annotation.assignment import assign_groups, balance, coder_groups, pilot_sample
 
 
 def _paper_runs():
@@ -124,7 +124,7 @@ def test_a_new_stratum_keeps_the_overall_balance():
 
 
 def test_queue_order_is_reproducible_and_differs_between_annotators():
-    from annotation.stats.assignment import queue_order
+    from annotation.assignment import queue_order
 
     runs = list(range(20))
     first = queue_order(runs, seed=1, annotator="ann1", start=1)

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 
+from annotation.analysis.store import analysis_changed
 from annotation.models import Assignment
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import LabelInput, annotation_revise
@@ -33,7 +34,8 @@ def reproduce(bundle: Path, *args: str) -> subprocess.CompletedProcess:
 def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_path, codebook):  # noqa: F811
     study = coded_study
     study.seed = 11
-    study.save(update_fields=["seed"])
+    study.save(update_fields=["seed"])  # the pages allow it only before assignment: here the figures are told
+    analysis_changed(study_id=study.pk)
     # A revision during discussion: the current coding changes, the independent one (kappa's input) does not.
     from annotation.models import Discussion
 
@@ -109,6 +111,7 @@ def test_the_bundle_is_for_the_studys_lead_only(coded_study, trio, adjudicator, 
 def test_names_a_spreadsheet_would_run_still_reproduce(coded_study, tmp_path, trio):  # noqa: F811
     trio[0].username = "-coder1"  # Django allows it; the CSV writes '-coder1
     trio[0].save()
+    analysis_changed(study_id=coded_study.pk)  # the stored figures name the annotators as they were then
     call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
     assert "'-coder1" in zipfile.ZipFile(tmp_path / "b.zip").read("independent_codings.csv").decode()
     checked = reproduce(tmp_path / "b.zip", "--check")
@@ -119,7 +122,7 @@ def test_a_three_of_four_study_reproduces_from_its_bundle(study, codebook, adjud
     """k = 3 of N = 4: six annotator pairs, Fleiss' κ over three ratings per unit, α with runs still
     missing a coding — the script recomputes them from the bundle exactly as the dashboard does."""
     from accounts.roles import ANNOTATOR
-    from annotation.services.statistics import statistics_refresh
+    from annotation.analysis.store import analysis_refresh
     from annotation.services.studies import study_assign, study_create
     from tests.conftest import _user
 
@@ -139,7 +142,7 @@ def test_a_three_of_four_study_reproduces_from_its_bundle(study, codebook, adjud
         annotation_save(annotation=annotation, actor=assignment.annotator, version=1, no_failure=False, notes="",
                         labels=[label])  # fmt: skip
         annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
-    statistics_refresh(study_id=second.pk)
+    analysis_refresh(study_id=second.pk)
     bundle = tmp_path / "bundle.zip"
     call_command("export_study", str(second.pk), "--out", str(bundle), stdout=io.StringIO())
     shown = json.loads(zipfile.ZipFile(bundle).read("dashboard.json"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from annotation.stats.changes import coding_diff
+from annotation.coding_changes import coding_diff
 
 NAMES = {"lossy": "Lossy Handoff", "stale": "Stale Handoff", "merge": "Merge after Verification"}
 

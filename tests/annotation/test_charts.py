@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from annotation.stats.charts import bars, line, nice_ticks
+from annotation.views.charts import bars, line, nice_ticks
 from tests.annotation.test_reports import coded_study  # noqa: F401 (a fixture)
 from tests.conftest import client_for
 

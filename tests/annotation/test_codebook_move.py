@@ -10,13 +10,14 @@ import io
 import pytest
 
 from activity.models import ActivityEntry
+from annotation.analysis import compute
+from annotation.analysis.inputs import independent_codings, read_inputs
+from annotation.analysis.store import analysis_refresh
 from annotation.errors import AnnotationError
 from annotation.models import Annotation, Assignment, AuditEntry, FinalCoding, Label, StudyCodebookMove
-from annotation.selectors import dashboard
 from annotation.selectors.queue import annotation_for, next_assignment
 from annotation.services.codebook_move import study_move_codebook
 from annotation.services.coding import LabelInput, annotation_save, annotation_submit
-from annotation.services.statistics import statistics_refresh
 from taxonomy.models import FrozenCodebookError
 from taxonomy.services import code_rename, code_split, codebook_freeze, codebook_new_version, codes_merge
 from tests.conftest import client_for
@@ -125,15 +126,15 @@ def test_recoding_after_a_split_and_kappa_per_version(study, codebook, v2, coded
         assert (again.codebook_id, again.recode_reason) == (v2.pk, "")
     assert FinalCoding.objects.get(study=study, run=r3[0].run).labels.get().code.key == "same-file-overwrite"
 
-    rows = dashboard.agreement_by_version(study=study, resamples=0)
+    rows = compute.kappa_by_version(read_inputs(study, parts=("versions",)), resamples=0)
     assert [(r["version"], r["current"], r["codings"], r["runs_compared"]) for r in rows] == [
         (1, False, 6, 3),
         (2, True, 2, 1),
     ]
     # The headline (current version) reads the codings against v2 only: their keys are v2's.
-    taxonomy, codings = dashboard.agreement_input(study=study)
+    taxonomy, codings, _ = independent_codings(study=study)
     assert {c.codes for c in codings} == {frozenset({"same-file-overwrite"})}
-    stored = statistics_refresh(study_id=study.pk)
+    stored = analysis_refresh(study_id=study.pk)
     assert [r["version"] for r in stored.payload["by_version"]] == [1, 2]
 
     client = client_for(adjudicator)

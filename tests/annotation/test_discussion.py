@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.analysis.inputs import independent_codings
 from annotation.errors import AnnotationError
 from annotation.models import Assignment, AuditEntry, Discussion, FinalCoding
-from annotation.selectors.dashboard import agreement_input
 from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import LabelInput, annotation_revise, annotation_save, annotation_submit
@@ -98,7 +98,7 @@ def test_revise_consensus_and_first_submission_kept_for_kappa(study, codebook):
     assert final.provenance == "consensus" and final.labels.count() == 2
     discussion.refresh_from_db()
     assert discussion.status == "consensus"
-    _, codings = agreement_input(study=study)
+    _, codings, _ = independent_codings(study=study)
     assert {c.annotator: c.codes for c in codings if c.item == str(a.run_id)}[b.annotator.username] == {
         "lossy-handoff"
     }  # κ uses the first submission, not the revision

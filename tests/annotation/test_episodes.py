@@ -12,11 +12,12 @@ from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
 from activity.models import ActivityEntry
+from annotation.analysis import compute
+from annotation.analysis.inputs import independent_codings, read_inputs
 from annotation.annotation_md import parse_annotation_md
 from annotation.errors import AnnotationError
 from annotation.models import Annotation, Discussion, FinalCoding, FinalLabel, Label
 from annotation.published_files import PublishedPair
-from annotation.selectors.dashboard import agreement_input, study_failure_modes
 from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import MAX_INSTANCES, LabelInput, annotation_save, annotation_submit
@@ -133,7 +134,7 @@ def test_agreement_is_on_modes_and_the_final_keeps_the_most_episodes(study, code
     assert second.instance == 2 and "A second" in second.rationale and "B only" not in second.rationale
     said = ActivityEntry.objects.get(action="final.agreed", run_id=a.run_id).summary
     assert "episodes differ: lossy-handoff 2 / 1" in said
-    _, codings = agreement_input(study=study)
+    _, codings, _ = independent_codings(study=study)
     assert {c.codes for c in codings if c.item == str(a.run_id)} == {frozenset({"lossy-handoff"})}
 
 
@@ -163,7 +164,7 @@ def test_table3_counts_episodes_and_runs_separately(study, codebook):
         coded(assignment, [(lossy, "one"), (lossy, "two"), (stale, "s")])
     for assignment in both(study, second):
         coded(assignment, [(lossy, "once")])
-    table = study_failure_modes(study=study)
+    table = compute.table3(read_inputs(study, parts=("table3",)))
     rows = {(r["level"], r["key"]): r for r in table["rows"]}
     assert (table["instances"], table["runs_with_mode"]) == (4, 2)
     assert rows[("mode", "lossy-handoff")]["count"] == 3 and rows[("mode", "stale-handoff")]["count"] == 1
@@ -179,7 +180,7 @@ def test_published_episodes_are_gold_instances_and_round_trip(dictdb_study, tmp_
     assert result.imported == ["Final-Tree Overwrite", "Final-Tree Overwrite (episode 2)"]
     labels = list(FinalLabel.objects.filter(final__study=dictdb_study).order_by("instance"))
     assert [x.instance for x in labels] == [1, 2] and labels[1].episode_id.startswith("second-")
-    assert study_failure_modes(study=dictdb_study)["instances"] == 2
+    assert compute.table3(read_inputs(dictdb_study, parts=("table3",)))["instances"] == 2
 
     call_command("export_published", str(dictdb_study.pk), "--out", str(tmp_path / "out"), stdout=io.StringIO())
     (written,) = (tmp_path / "out").rglob("annotation.md")

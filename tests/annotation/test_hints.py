@@ -23,7 +23,7 @@ from annotation.services.analysis import study_analysis_update
 from annotation.services.coding import annotation_save, annotation_submit
 from annotation.services.pilot import pilot_create
 from annotation.services.studies import study_assign, study_create
-from annotation.stats.settings import SettingsError
+from annotation.study_settings import SettingsError
 from tests.conftest import _user, client_for, submit_disagreement
 from trajectories.models import AgentContext, Run, SignatureHit
 

@@ -7,12 +7,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from annotation.assignment import queue_order
 from annotation.models import Assignment
 from annotation.selectors import queue as queue_selectors
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import annotation_save, annotation_skip, annotation_submit
 from annotation.services.studies import annotator_replace, assignment_add, study_assign, study_create
-from annotation.stats.assignment import queue_order
 from tests.conftest import _user, client_for
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +31,7 @@ def test_each_queue_is_numbered_from_one_in_an_order_of_its_own_drawn_from_the_s
         user.pk: [a.run_id for a in Assignment.objects.filter(study=study, annotator=user).order_by("position")]
         for user in trio
     }
-    for user in trio:  # each annotator's order is drawn from the seed and the annotator (stats/assignment.py)
+    for user in trio:  # each annotator's order is drawn from the seed and the annotator (assignment.py)
         assert orders[user.pk] == queue_order(orders[user.pk], seed=study.seed, annotator=user.username, start=1)
     # Reproducible: the same seed gives the same queues.
     Assignment.objects.filter(study=study).delete()

@@ -8,7 +8,7 @@ import io
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.stats.reports import (
+from annotation.analysis.reports import (
     FinalInstance,
     PairOutcome,
     concurrency_helped,
@@ -164,15 +164,15 @@ def test_unknown_export_is_404(coded_study, adjudicator):
 
 @pytest.mark.django_db
 def test_rq4_page_and_tagging(coded_study, adjudicator, trio):
+    from annotation.analysis.store import analysis_changed, analysis_refresh
     from annotation.models import AdvantageTag
-    from annotation.services.statistics import statistics_changed, statistics_refresh
     from trajectories.models import Run
 
     run = coded_study.runs.order_by("pk").first()
     Run.objects.filter(pk=run.pk).update(test_pass=1.0)
     Run.objects.filter(task=run.task, agent=run.agent, mode="sequential").update(test_pass=0.5)
-    statistics_changed(study_id=coded_study.pk)  # as a re-import would: the RQ4 candidates are recomputed
-    statistics_refresh(study_id=coded_study.pk)
+    analysis_changed(study_id=coded_study.pk)  # as a re-import would: the RQ4 candidates are recomputed
+    analysis_refresh(study_id=coded_study.pk)
     url = f"/annotate/studies/{coded_study.pk}/advantage/"
     assert client_for(trio[0]).get(url).status_code == 403
     body = client_for(adjudicator).get(url).content.decode()

@@ -15,12 +15,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from sklearn.metrics import precision_score, recall_score
 
+from annotation.analysis import compute
+from annotation.analysis.inputs import read_inputs
+from annotation.analysis.signatures import COLUMNS, RunSignatures, evaluate_signatures, evaluation_rows
+from annotation.analysis.store import analysis_refresh, stored_analysis
 from annotation.models import Assignment, FinalCoding
-from annotation.selectors.signatures import signature_evaluation
-from annotation.selectors.statistics import stored_statistics
-from annotation.services.statistics import statistics_refresh
 from annotation.services.studies import study_assign, study_create
-from annotation.stats.signature_eval import COLUMNS, RunSignatures, evaluate_signatures, evaluation_rows
 from tests.annotation.test_discussion import code_run
 from tests.conftest import client_for, mode_code
 from trajectories.generate import MANIFEST_NAME, PLANTED_MODES, PLANTS, generate_planted
@@ -157,7 +157,7 @@ def judged(db, study, codebook):
 
 @pytest.mark.django_db
 def test_the_study_selector_reads_final_labels_against_stored_hits(judged):
-    result = signature_evaluation(study=judged)
+    result = compute.signatures(read_inputs(judged, parts=("signatures",)))
     assert result["runs"] == {"with_final": 4, "evaluated": 3, "unchecked": 1}
     assert result["detector_version"] == DETECTOR_VERSION
     assert _counts(_by(result["detectors"], "detector")["same_file_collision"]) == (1, 1, 1, 0, 0.5, 0.5)
@@ -168,15 +168,19 @@ def test_the_study_selector_reads_final_labels_against_stored_hits(judged):
 
 
 @pytest.mark.django_db
-def test_the_selector_runs_four_queries_however_large_the_study(judged, codebook, django_assert_num_queries):
-    with django_assert_num_queries(4):
-        signature_evaluation(study=judged)
+def test_reading_the_signature_inputs_costs_the_same_however_large_the_study(judged, codebook):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as small:
+        compute.signatures(read_inputs(judged, parts=("signatures",)))
     same = mode_code(codebook, "same-file-collision")
     for run in judged.runs.order_by("pk")[4:]:
         _set_hits(run, ("same_file_collision", ["same-file-collision"]), ("parent_idle_wait", ["blind-timeout-wait"]))
         _agree(judged, run, [same])
-    with django_assert_num_queries(4):
-        assert signature_evaluation(study=judged)["runs"]["with_final"] == 6
+    with CaptureQueriesContext(connection) as large:
+        assert compute.signatures(read_inputs(judged, parts=("signatures",)))["runs"]["with_final"] == 6
+    assert len(large) == len(small) <= 8  # the study's names, agents and runs; gold, hits, versions, modes
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -229,7 +233,7 @@ def test_evaluate_signatures_needs_final_labels(study):
 def test_the_dashboard_shows_the_stored_table_to_the_studys_lead(judged, adjudicator, admin_user):
     before = client_for(adjudicator).get(f"/annotate/studies/{judged.pk}/").content.decode()
     assert "Failure signatures against the final labels" not in before  # nothing computed yet
-    statistics_refresh(study_id=judged.pk)
+    analysis_refresh(study_id=judged.pk)
     for user in (adjudicator, admin_user):
         page = client_for(user).get(f"/annotate/studies/{judged.pk}/").content.decode()
         section = re.sub(r">\s+<", "><", page.split('id="signatures-vs-gold"')[1].split("</section>")[0])
@@ -243,17 +247,19 @@ def test_the_dashboard_shows_the_stored_table_to_the_studys_lead(judged, adjudic
 
 @pytest.mark.django_db
 def test_recomputed_hits_make_the_studys_stored_figures_not_current(judged):
-    statistics_refresh(study_id=judged.pk)
-    assert stored_statistics(judged).current
+    analysis_refresh(study_id=judged.pk)
+    assert stored_analysis(judged).current
     run = judged.runs.order_by("pk").first()
     twin = Run.objects.get(task=run.task, agent=run.agent, mode="sequential")  # in no study
     call_command("detect_signatures", "--run", str(twin.pk))
-    assert stored_statistics(judged).current
+    assert stored_analysis(judged).current
     call_command("detect_signatures", "--run", str(run.pk))
-    assert not stored_statistics(judged).current  # the dashboard says so; the worker recomputes them
-    statistics_refresh(study_id=judged.pk)
-    figures = stored_statistics(judged).payload["signatures"]
-    assert figures == json.loads(json.dumps(signature_evaluation(study=judged), default=str))
+    assert not stored_analysis(judged).current  # the dashboard says so; the worker recomputes them
+    analysis_refresh(study_id=judged.pk)
+    figures = stored_analysis(judged).document.signatures
+    assert figures == json.loads(
+        json.dumps(compute.signatures(read_inputs(judged, parts=("signatures",))), default=str)
+    )
 
 
 def test_the_csv_export_streams_the_stored_rows_or_computes_them(judged, adjudicator):
@@ -261,7 +267,7 @@ def test_the_csv_export_streams_the_stored_rows_or_computes_them(judged, adjudic
     url = f"/annotate/studies/{judged.pk}/export/signatures.csv"
     fresh = client.get(url)  # nothing stored: computed from the rows
     assert fresh.status_code == 200 and fresh["Content-Type"].startswith("text/csv")
-    statistics_refresh(study_id=judged.pk)
+    analysis_refresh(study_id=judged.pk)
     stored = b"".join(client.get(url).streaming_content).decode()
     assert b"".join(fresh.streaming_content).decode() == stored
     row = next(r for r in csv.DictReader(io.StringIO(stored)) if r["table"] == "detector × mode")
@@ -277,7 +283,7 @@ def test_the_csv_export_streams_the_stored_rows_or_computes_them(judged, adjudic
 
 @pytest.mark.django_db
 def test_annotators_and_outsiders_get_no_signature_figures(judged, trio, outsider):
-    statistics_refresh(study_id=judged.pk)
+    analysis_refresh(study_id=judged.pk)
     for user in (*trio, outsider):
         client = client_for(user)
         assert client.get(f"/annotate/studies/{judged.pk}/export/signatures.csv").status_code == 403
@@ -306,7 +312,7 @@ def test_on_the_planted_corpus_every_planted_signature_is_found(tmp_path, codebo
     for hit in SignatureHit.objects.all():
         assert set(hit.modes) <= set(DETECTOR_MODES[hit.detector]), hit
 
-    result = signature_evaluation(study=study)
+    result = compute.signatures(read_inputs(study, parts=("signatures",)))
     assert result["runs"] == {"with_final": 20, "evaluated": 20, "unchecked": 0}
     detectors = _by(result["detectors"], "detector")
     for detector in PLANTS:

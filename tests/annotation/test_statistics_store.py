@@ -13,10 +13,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from annotation.analysis import compute
+from annotation.analysis.inputs import read_inputs
+from annotation.analysis.store import analysis_changed, analysis_refresh, analysis_request, stored_analysis
 from annotation.models import Study, StudyStatistics
-from annotation.selectors.dashboard import agreement
-from annotation.selectors.statistics import stored_statistics
-from annotation.services.statistics import statistics_changed, statistics_refresh, statistics_request
 from tests.annotation.test_discussion import both, code_run
 from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
 from tests.conftest import client_for, mode_code
@@ -39,7 +39,7 @@ def test_the_dashboard_shows_the_stored_statistics_and_says_they_are_current(cod
     assert stored.version == Study.objects.get(pk=coded_study.pk).statistics_version
     body = client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/").content.decode()
     assert "Statistics computed" in body and "Not current" not in body and "hx-trigger" not in body
-    headline = agreement(study=coded_study, resamples=1000)["headline"]
+    headline = compute.agreement(read_inputs(coded_study, parts=("agreement",)), resamples=1000)["headline"]
     assert f"{headline['kappa']:.3f}" in body  # the same figure as computed from the rows now
 
 
@@ -49,7 +49,7 @@ def test_after_a_change_the_old_figures_are_marked_not_current_until_the_worker_
     codebook,
 ):
     before = StudyStatistics.objects.get(study=coded_study)
-    statistics_changed(study_id=coded_study.pk)  # inside the test's transaction: the refresh waits for commit
+    analysis_changed(study_id=coded_study.pk)  # inside the test's transaction: the refresh waits for commit
     client = client_for(adjudicator)
     body = client.get(f"/annotate/studies/{coded_study.pk}/").content.decode()
     assert "Not current:" in body and f"?shown={before.version}" in body and 'hx-trigger="every 3s"' in body
@@ -57,7 +57,7 @@ def test_after_a_change_the_old_figures_are_marked_not_current_until_the_worker_
         f"/annotate/studies/{coded_study.pk}/statistics/", {"shown": before.version}, HTTP_HX_REQUEST="true"
     )
     assert status.status_code == 200 and "Not current:" in status.content.decode()  # still waiting
-    statistics_refresh(study_id=coded_study.pk)  # what the worker does
+    analysis_refresh(study_id=coded_study.pk)  # what the worker does
     landed = client.get(
         f"/annotate/studies/{coded_study.pk}/statistics/", {"shown": before.version}, HTTP_HX_REQUEST="true"
     )
@@ -68,16 +68,16 @@ def test_after_a_change_the_old_figures_are_marked_not_current_until_the_worker_
 
 def test_a_burst_of_changes_queues_one_computation(coded_study):  # noqa: F811
     Study.objects.filter(pk=coded_study.pk).update(statistics_queued_at=timezone.now())  # one is waiting
-    assert statistics_request(study_id=coded_study.pk) is False
-    assert statistics_request(study_id=coded_study.pk) is False
+    assert analysis_request(study_id=coded_study.pk) is False
+    assert analysis_request(study_id=coded_study.pk) is False
     Study.objects.filter(pk=coded_study.pk).update(statistics_queued_at=timezone.now() - timedelta(hours=1))
-    assert statistics_request(study_id=coded_study.pk) is True  # a message lost an hour ago is queued again
+    assert analysis_request(study_id=coded_study.pk) is True  # a message lost an hour ago is queued again
 
 
 def test_a_stored_result_never_goes_backwards(coded_study):  # noqa: F811
     stored = StudyStatistics.objects.get(study=coded_study)
     StudyStatistics.objects.filter(pk=stored.pk).update(version=stored.version + 5, payload={"marker": 1})
-    statistics_refresh(study_id=coded_study.pk)  # the study is at an older version than what is stored
+    analysis_refresh(study_id=coded_study.pk)  # the study is at an older version than what is stored
     assert StudyStatistics.objects.get(pk=stored.pk).payload == {"marker": 1}
 
 
@@ -103,7 +103,7 @@ def test_the_dashboard_costs_the_same_queries_however_much_is_coded(study, codeb
     once every run is, and a page view computes nothing (the stored version does not move)."""
     client = client_for(adjudicator)
     url = f"/annotate/studies/{study.pk}/"
-    statistics_refresh(study_id=study.pk)
+    analysis_refresh(study_id=study.pk)
     client.get(url)
     with CaptureQueriesContext(connection) as empty:
         assert client.get(url).status_code == 200
@@ -111,7 +111,7 @@ def test_the_dashboard_costs_the_same_queries_however_much_is_coded(study, codeb
     for run in study.runs.all():
         for assignment in both(study, run):
             code_run(assignment, [lossy])
-    statistics_refresh(study_id=study.pk)
+    analysis_refresh(study_id=study.pk)
     stored = StudyStatistics.objects.get(study=study)
     with CaptureQueriesContext(connection) as coded:
         body = client.get(url).content.decode()
@@ -124,8 +124,6 @@ def test_the_table3_export_streams_the_stored_figures_when_current_and_recompute
     adjudicator,
     codebook,
 ):
-    from annotation.selectors.dashboard import study_failure_modes
-
     client = client_for(adjudicator)
 
     def counts():
@@ -133,11 +131,11 @@ def test_the_table3_export_streams_the_stored_figures_when_current_and_recompute
         rows = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
         return {(r["level"], r["key"]): int(r["count"]) for r in rows}
 
-    stored = stored_statistics(coded_study).payload["table3"]
+    stored = stored_analysis(coded_study).document.table3
     assert counts() == {(r["level"], r["key"]): r["count"] for r in stored["rows"]}
     _adjudicate_another(coded_study, codebook, adjudicator)  # the worker has not recomputed yet
-    assert not stored_statistics(coded_study).current
-    now = study_failure_modes(study=coded_study)
+    assert not stored_analysis(coded_study).current
+    now = compute.table3(read_inputs(coded_study, parts=("table3",)))
     assert (
         counts()
         == {(r["level"], r["key"]): r["count"] for r in now["rows"]}
@@ -171,6 +169,6 @@ def test_a_refresh_that_cannot_be_queued_does_not_fail_the_change(study, trio, c
     monkeypatch.setattr(tasks.refresh_study_statistics, "apply_async", down)
     assignment = study.assignments.filter(annotator=trio[0]).first()
     code_run(assignment, [mode_code(codebook, "lossy-handoff")])  # save + submit, then on commit: the refresh
-    assert statistics_request(study_id=study.pk) is False
+    assert analysis_request(study_id=study.pk) is False
     assert Annotation.objects.get(assignment=assignment).is_submitted
     assert Study.objects.get(pk=study.pk).statistics_queued_at is None  # asked again at the next change

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from django.core.management import CommandError, call_command
 
+from annotation.classifier import Params
 from annotation.errors import AnnotationError
 from annotation.models import Assignment, Discussion, FinalCoding, FinalLabel, RunSuggestion, SuggestionModel
 from annotation.services.review import discussion_escalate
 from annotation.services.studies import study_create
 from annotation.services.suggestions import study_queue_order_set, suggestions_train, suggestions_train_request
-from annotation.stats.suggestions import Params
 from tests.conftest import client_for, mode_code, simple_run, submit_disagreement, write_jsonl
 from trajectories.models import Run, SignatureHit
 from trajectories.services import import_paths
@@ -235,7 +235,7 @@ def test_annotators_and_outsiders_cannot_reach_the_suggestions(labelled, trio, o
 
 def stored_model(study, probabilities: dict[int, dict[str, float]], *, threshold: float = 0.5) -> SuggestionModel:
     """A finished model of the study with these predictions, as training would have stored them."""
-    from annotation.stats.suggestions import uncertainty
+    from annotation.classifier import uncertainty
 
     model = SuggestionModel.objects.create(
         study=study, seed=0, parameters=Params(threshold=threshold).as_dict(), status="done",
@@ -343,9 +343,9 @@ def queue_runs(study, coder) -> list[int]:
 def test_annotators_untouched_runs_follow_the_models_uncertainty_when_the_study_asks(
     study, trio, adjudicator, codebook
 ):
+    from annotation.assignment import queue_order
     from annotation.selectors.queue import annotation_for
     from annotation.services.coding import annotation_save
-    from annotation.stats.assignment import queue_order
 
     coder = trio[0]
     assert not study.queue_by_uncertainty  # off by default

@@ -1,4 +1,4 @@
-"""The suggestions classifier on plain data (annotation/stats/suggestions.py): grouped cross-validation
+"""The suggestions classifier on plain data (annotation/classifier.py): grouped cross-validation
 that never splits a task, determinism from the seed, modes skipped with their reason, calibration
 bins as scikit-learn computes them, bad input named."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.calibration import calibration_curve
 
-from annotation.stats.suggestions import (
+from annotation.classifier import (
     TEXT_CHARS_PER_RUN,
     Params,
     RunInput,

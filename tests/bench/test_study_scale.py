@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.analysis.inputs import independent_codings
 from annotation.models import Annotation, AuditEntry, Discussion, FinalCoding
-from annotation.selectors.dashboard import agreement_input
 from annotation.services.coding import snapshot
 from annotation.services.review import mode_keys, run_reconcile
 from bench.study_scale import build_study
@@ -31,7 +31,7 @@ def test_history_is_what_the_services_would_have_written(study):
 
 
 def test_each_run_reconciled_as_run_reconcile_would(study):
-    taxonomy, codings = agreement_input(study=study)
+    taxonomy, codings, _ = independent_codings(study=study)
     assert len(codings) == 2 * study.runs.count()
     discussed = set(Discussion.objects.filter(study=study).values_list("run_id", flat=True))
     assert discussed and len(discussed) < study.runs.count()

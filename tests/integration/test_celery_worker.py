@@ -172,8 +172,9 @@ def test_killed_worker_leaves_no_partial_run_and_a_retry_imports_once(worker, tm
 def test_the_worker_computes_a_studys_statistics_and_stores_them_with_their_version(worker, study, codebook):
     """The refresh a change queues, run by the real worker on PostgreSQL: the stored statistics carry
     the study's inputs version and the figures the rows give."""
+    from annotation.analysis import compute
+    from annotation.analysis.inputs import read_inputs
     from annotation.models import Assignment, Study, StudyStatistics
-    from annotation.selectors.dashboard import agreement
     from annotation.tasks import refresh_study_statistics
     from tests.annotation.test_discussion import code_run
     from tests.conftest import mode_code
@@ -189,7 +190,8 @@ def test_the_worker_computes_a_studys_statistics_and_stores_them_with_their_vers
         assert time.monotonic() < deadline, f"no statistics after 90 s\n{worker.log.read_text()[-4000:]}"
         time.sleep(0.3)
     stored = StudyStatistics.objects.get(study=study)
-    assert stored.payload["agreement"]["headline"] == agreement(study=study, resamples=1000)["headline"]
+    live = compute.agreement(read_inputs(study, parts=("agreement",)), resamples=1000)
+    assert stored.payload["agreement"]["headline"] == live["headline"]
     assert stored.payload["table3"]["instances"] == 6  # every run agreed on one mode: six final instances
 
 

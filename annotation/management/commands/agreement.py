@@ -5,15 +5,16 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.models import Study
-from annotation.selectors.dashboard import agreement
-from annotation.stats.agreement import (
+from annotation.analysis import compute
+from annotation.analysis.agreement import (
     AgreementInputError,
     agreement_report,
     codings_from_json,
     headline_bootstrap,
     taxonomy_from_json,
 )
+from annotation.analysis.inputs import read_inputs
+from annotation.models import Study
 
 
 class Command(BaseCommand):
@@ -59,10 +60,10 @@ class Command(BaseCommand):
                 raise CommandError(f"no study {ref!r}" if ref else "no study in the database; use --input FILE")
             if options["seed"] is not None and options["seed"] != study.seed:
                 raise CommandError(f"{study} bootstraps with its own seed ({study.seed}), as its dashboard does")
-            # The dashboard's own function, so that both print the same numbers.
-            self.stdout.write(
-                json.dumps(agreement(study=study, resamples=options["resamples"] if options["ci"] else 0), indent=2)
-            )
+            # The dashboard's own computation (annotation/analysis/), so that both print the same numbers.
+            inputs = read_inputs(study, parts=("agreement",))
+            report = compute.agreement(inputs, resamples=options["resamples"] if options["ci"] else 0)
+            self.stdout.write(json.dumps(compute.jsonable(report), indent=2))
             return
         try:
             report = agreement_report(taxonomy, codings)

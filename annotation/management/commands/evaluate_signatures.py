@@ -5,10 +5,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.template.defaultfilters import floatformat
 
+from annotation.analysis.signatures import COLUMNS, evaluation_rows
+from annotation.analysis.store import analysis_section
 from annotation.management.studies import study_from_ref
 from annotation.models import FinalCoding
-from annotation.selectors.signatures import signature_evaluation
-from annotation.stats.signature_eval import COLUMNS, evaluation_rows
 from trajectories.exports import csv_lines
 
 HEADINGS = {
@@ -37,7 +37,7 @@ class Command(BaseCommand):
         study = study_from_ref(options["study"])
         if not FinalCoding.objects.filter(study=study).exists():
             raise CommandError(f"study {study.name!r} has no final labels yet: there is no gold to measure against")
-        evaluation = signature_evaluation(study=study)
+        evaluation = analysis_section(study, "signatures")  # the dashboard's figures, or computed now
         runs = evaluation["runs"]
         if not runs["evaluated"]:
             raise CommandError(

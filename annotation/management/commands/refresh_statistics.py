@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from annotation.analysis.store import analysis_refresh
 from annotation.management.studies import study_from_ref
-from annotation.services.statistics import statistics_refresh
 
 
 class Command(BaseCommand):
@@ -17,7 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         study = study_from_ref(options["study"])
-        stored = statistics_refresh(study_id=study.pk)
+        stored = analysis_refresh(study_id=study.pk)
         self.stdout.write(
             self.style.SUCCESS(
                 f"statistics of {study} are current: version {stored.version}, computed "

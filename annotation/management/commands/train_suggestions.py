@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotation.classifier import Params
 from annotation.errors import AnnotationError
 from annotation.management.studies import study_from_ref
 from annotation.services.suggestions import suggestions_train, suggestions_train_request
-from annotation.stats.suggestions import Params
 
 
 class Command(BaseCommand):

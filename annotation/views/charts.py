@@ -135,7 +135,7 @@ def line(
 def calibration(bins: Sequence[dict], *, size: int = 300) -> dict:
     """A reliability diagram: each bin's mean predicted probability (x) against the fraction observed
     positive (y), both 0–1, beside the diagonal of perfect calibration; a dot's area grows with the
-    bin's count. `bins` as stats/suggestions.calibration_bins gives them."""
+    bin's count. `bins` as classifier.calibration_bins gives them."""
     left, right, top, bottom = 56, 14, 10, 48
     width, height = size + left + right, size + top + bottom
     plot = {"left": left, "right": left + size, "top": top, "bottom": top + size}

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import fields
 
-from .reports import DEFAULT_RQ4_RULES, Rq4Rules
+from .analysis.reports import DEFAULT_RQ4_RULES, Rq4Rules
 
 CODE_UNIVERSES = {
     "codebook": "all codes of the codebook",

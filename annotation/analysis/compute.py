@@ -1,0 +1,129 @@
+"""A study's analysis computed from its inputs (inputs.py): pure, no database. `compute` builds the
+whole document; each section has a function of its own, which the exports call on the parts of the
+inputs they need when the stored document is not current."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .agreement import LEVELS, agreement_report, headline_bootstrap, headline_series
+from .document import AnalysisSettings, StudyAnalysis, jsonable
+from .inputs import StudyInputs
+from .reports import concurrency_helped, failure_mode_table, outcome_comparison, process_summary
+from .signatures import evaluate_signatures
+
+BOOTSTRAP_RESAMPLES = 1000  # the headline κ's CI, as the dashboard shows it
+OVER_TIME_POINTS = 10
+
+
+def compute(inputs: StudyInputs, *, resamples: int = BOOTSTRAP_RESAMPLES) -> StudyAnalysis:
+    """Every figure of the study's analysis, from one read of its inputs."""
+    report = agreement(inputs, resamples=resamples)
+    return StudyAnalysis(
+        strata=jsonable(inputs.strata),
+        agreement=jsonable(report),
+        per_code=per_code_kappa(report),
+        over_time=jsonable(kappa_over_time(inputs)),
+        by_version=jsonable(kappa_by_version(inputs, resamples=resamples)),
+        table3=jsonable(table3(inputs)),
+        rq1=jsonable(outcome_comparison(inputs.pairs)),
+        rq2=jsonable(process_summary(inputs.metrics)),
+        agents=list(inputs.agents),
+        signatures=jsonable(signatures(inputs)),
+        settings=AnalysisSettings(
+            kappa_universe=inputs.kappa_universe,
+            rq4_rules=inputs.rq4_rules.as_dict(),
+            rq4_rule_descriptions=inputs.rq4_rules.descriptions(),
+        ),
+        helped=helped_pairs(inputs),
+    )
+
+
+def agreement(inputs: StudyInputs, *, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
+    """The agreement report with the headline's bootstrap CI, the codes' names and the code universe."""
+    taxonomy, codings = inputs.taxonomy, inputs.codings
+    report = agreement_report(taxonomy, codings)
+    report["headline"] = headline_bootstrap(taxonomy, codings, n_resamples=resamples, seed=inputs.seed)
+    report["names"] = dict(inputs.names)
+    report["code_universe"] = {
+        "kind": inputs.kappa_universe,
+        "label": inputs.universe_label,
+        "codes": {level: len(taxonomy.universe(level)) for level in LEVELS},
+    }
+    return report
+
+
+def per_code_kappa(report: dict) -> list[dict]:
+    """Each code's κ per annotator pair (mode level) and their mean, weakest first."""
+    mode_pairs = [p for p in report["pairs"] if p["levels"]["mode"]["n_shared_items"]]
+    rows = []
+    for key, name in report["names"].items():
+        if any(key in p["levels"]["mode"]["per_code_kappa"] for p in mode_pairs):
+            values = [p["levels"]["mode"]["per_code_kappa"].get(key) for p in mode_pairs]
+            defined = [v for v in values if v is not None]
+            rows.append({"key": key, "name": name, "values": values,
+                         "mean": sum(defined) / len(defined) if defined else None})  # fmt: skip
+    rows.sort(key=lambda r: (r["mean"] is None, r["mean"] if r["mean"] is not None else 0))
+    return rows
+
+
+def kappa_over_time(inputs: StudyInputs, *, points: int = OVER_TIME_POINTS) -> list[dict]:
+    """The headline κ over the runs completed so far (all k first submissions in), at even steps."""
+    k = inputs.coders_per_run
+    completed = sorted((times[k - 1], item) for item, times in inputs.submitted_at.items() if len(times) >= k)
+    if not completed:
+        return []
+    steps = sorted({max(1, round(len(completed) * j / points)) for j in range(1, points + 1)})
+    values = headline_series(
+        inputs.taxonomy, inputs.codings, item_order=[item for _, item in completed], checkpoints=steps
+    )
+    return [{"runs": n, "at": completed[n - 1][0], "kappa": value} for n, value in zip(steps, values, strict=True)]
+
+
+def kappa_by_version(inputs: StudyInputs, *, resamples: int = BOOTSTRAP_RESAMPLES) -> list[dict]:
+    """The headline κ (mode level, mean pairwise pooled, with its bootstrap CI) of each codebook
+    version the study has pinned, over the codings submitted against it."""
+    rows = []
+    for version in inputs.versions:
+        headline = headline_bootstrap(version.taxonomy, version.codings, n_resamples=resamples, seed=inputs.seed)
+        per_item = Counter(c.item for c in version.codings)
+        rows.append(
+            {
+                "codebook_id": version.codebook_id,
+                "codebook": version.codebook,
+                "version": version.version,
+                "current": version.current,
+                "from": version.start,
+                "to": version.end,
+                "codings": len(version.codings),
+                "runs_compared": sum(1 for n in per_item.values() if n >= 2),
+                "kappa": headline["kappa"],
+                "ci_low": headline["ci_low"],
+                "ci_high": headline["ci_high"],
+            }
+        )
+    return rows
+
+
+def table3(inputs: StudyInputs) -> dict:
+    """The study's Table 3: failure-mode instances per category, subcategory and mode."""
+    return failure_mode_table(inputs.instances, agents=inputs.agents, runs_total=inputs.runs_total)
+
+
+def signatures(inputs: StudyInputs) -> dict:
+    """Precision and recall of every detector, detector × mode and mode against the study's final
+    labels, with the counts and how many runs were left out (docs/signatures.md)."""
+    evaluation = evaluate_signatures(
+        inputs.signature_runs, detector_modes=inputs.detector_modes, codebook_modes=inputs.codebook_modes
+    )
+    return {**evaluation, "detector_version": inputs.detector_version}
+
+
+def helped_pairs(inputs: StudyInputs) -> list[list]:
+    """The RQ4 candidates, compact (the page reads each one's outcomes when it shows it):
+    [concurrent run id, sequential run id, [reasons]]."""
+    return [
+        [pair.concurrent_run_id, pair.sequential_run_id, reasons]
+        for pair in sorted(inputs.pairs, key=lambda p: p.concurrent_run_id)
+        if (reasons := concurrency_helped(pair, inputs.rq4_rules))
+    ]

@@ -1,0 +1,324 @@
+"""What a study's statistics are computed from, read once (the only module of the analysis that reads
+the database): the independent codings of each codebook version, the final labels, the pairs with
+their outcomes and process metrics, the strata counts, the signature hits against gold, and the
+study's settings. `read_inputs` returns them as plain values (`StudyInputs`) for the pure `compute`.
+
+Every reader takes a study and runs a fixed number of queries, whatever its size."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+
+from taxonomy.models import Code, Codebook
+from trajectories.models import SignatureHit
+from trajectories.selectors import twins
+from trajectories.signatures import DETECTOR_MODES, DETECTOR_VERSION
+
+from ..models import Annotation, AuditEntry, FinalCoding, FinalLabel, Study, StudyCodebookMove
+from ..study_settings import CODE_UNIVERSES
+from .agreement import Coding, Taxonomy
+from .reports import PROCESS_METRICS, FinalInstance, PairOutcome, Rq4Rules, RunMetrics
+from .signatures import RunSignatures
+
+PARTS = ("agreement", "versions", "table3", "pairs", "metrics", "strata", "signatures")
+
+
+@dataclass(frozen=True)
+class Period:
+    """A codebook version a study pinned, and when: codings submitted in [start, end) were coded
+    against it (None: open-ended)."""
+
+    codebook: Codebook
+    start: datetime | None
+    end: datetime | None
+
+
+@dataclass(frozen=True)
+class VersionCodings:
+    """The independent codings submitted against one codebook version, with its code tree."""
+
+    codebook_id: int
+    codebook: str
+    version: int
+    current: bool
+    start: datetime | None
+    end: datetime | None
+    taxonomy: Taxonomy
+    codings: list[Coding]
+
+
+@dataclass(frozen=True)
+class StudyInputs:
+    """Everything the analysis of one study reads, as plain values. Parts not read (`read_inputs`'s
+    `parts`) are left empty."""
+
+    study_id: int
+    seed: int
+    coders_per_run: int
+    kappa_universe: str
+    rq4_rules: Rq4Rules
+    names: dict[str, str]  # mode/subcategory/category key -> name, of the codebook the study pins
+    agents: list[str]
+    runs_total: int
+    taxonomy: Taxonomy = field(default_factory=lambda: Taxonomy({}))
+    codings: list[Coding] = field(default_factory=list)  # independent codings against the pinned version
+    submitted_at: dict[str, list[datetime]] = field(default_factory=dict)  # run -> its submit times, in order
+    versions: list[VersionCodings] = field(default_factory=list)
+    instances: list[FinalInstance] = field(default_factory=list)
+    pairs: list[PairOutcome] = field(default_factory=list)
+    metrics: list[RunMetrics] = field(default_factory=list)
+    strata: list[dict] = field(default_factory=list)
+    signature_runs: list[RunSignatures] = field(default_factory=list)
+    codebook_modes: dict[str, str] = field(default_factory=dict)
+    detector_modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    detector_version: int = DETECTOR_VERSION
+
+    @property
+    def universe_label(self) -> str:
+        return CODE_UNIVERSES[self.kappa_universe]
+
+
+def read_inputs(study: Study, *, parts: tuple[str, ...] = PARTS) -> StudyInputs:
+    """The study's inputs, each part read once: the current version's codings serve both the
+    agreement and the current row of κ by version."""
+    rules, _ = study.rq4()
+    values: dict = {
+        "study_id": study.pk,
+        "seed": study.seed,
+        "coders_per_run": study.coders_per_run,
+        "kappa_universe": study.kappa_universe,
+        "rq4_rules": rules,
+        "names": dict(study.codebook.codes.values_list("key", "name")),
+        "agents": sorted(set(study.runs.values_list("agent__name", flat=True))),
+        "runs_total": study.runs.count(),
+    }
+    if "agreement" in parts or "versions" in parts:
+        periods = codebook_periods(study=study)
+        current = None
+        versions = []
+        for period in periods:
+            taxonomy, codings, submitted_at = independent_codings(study=study, period=period)
+            if period.end is None:
+                current = (taxonomy, codings, submitted_at)
+            codebook = period.codebook
+            versions.append(VersionCodings(codebook.pk, codebook.name, codebook.version, period.end is None,
+                                           period.start, period.end, taxonomy, codings))  # fmt: skip
+        values.update(taxonomy=current[0], codings=current[1], submitted_at=current[2], versions=versions)
+    if "table3" in parts:
+        values["instances"] = final_instances(study=study)
+    if "pairs" in parts:
+        values["pairs"] = pair_outcomes(study=study)
+    if "metrics" in parts:
+        values["metrics"] = pair_metrics(study=study)
+    if "strata" in parts:
+        values["strata"] = strata(study=study)
+    if "signatures" in parts:
+        values["signature_runs"] = signature_runs(study=study)
+        values["codebook_modes"] = dict(
+            Code.objects.filter(codebook_id=study.codebook_id, level=Code.Level.MODE).values_list("key", "name")
+        )
+        values["detector_modes"] = DETECTOR_MODES
+    return StudyInputs(**values)
+
+
+# -- the codings --------------------------------------------------------------------------------
+
+
+def codebook_periods(*, study: Study) -> list[Period]:
+    """The versions the study has pinned, oldest first (one, unless it moved). One query."""
+    moves = list(StudyCodebookMove.objects.filter(study=study).select_related("from_codebook", "to_codebook"))
+    if not moves:
+        return [Period(study.codebook, None, None)]
+    periods = [Period(moves[0].from_codebook, None, moves[0].at)]
+    for move, after in zip(moves, [*moves[1:], None], strict=True):
+        periods.append(Period(move.to_codebook, move.at, after.at if after else None))
+    return periods
+
+
+def submits(study: Study, period: Period | None = None):
+    """The study's submit entries in the order they happened, within one codebook period (default:
+    the current version's): each annotation's first is its *independent* coding against it."""
+    entries = AuditEntry.objects.filter(annotation__assignment__study=study, action="submit").order_by("at", "pk")
+    if period is None:
+        last = StudyCodebookMove.objects.filter(study=study).order_by("-at", "-pk").values_list("at", flat=True).first()
+        return entries.filter(at__gte=last) if last is not None else entries
+    if period.start is not None:
+        entries = entries.filter(at__gte=period.start)
+    if period.end is not None:
+        entries = entries.filter(at__lt=period.end)
+    return entries
+
+
+def independent_codings(
+    *, study: Study, period: Period | None = None
+) -> tuple[Taxonomy, list[Coding], dict[str, list[datetime]]]:
+    """The study's taxonomy, every *independent* coding — the label set each annotator submitted
+    first (from the submit entry of the history), not later discussion revisions — of one codebook
+    version (`period`; default: the version the study pins now), and each run's submit times in
+    order. The taxonomy holds the study's code universe: every mode of the codebook, or
+    (kappa_universe "observed") only the modes some independent coding used — and so, at the upper
+    levels, only their subcategories and categories. Two queries."""
+    codes = {c.pk: c for c in (period.codebook if period else study.codebook).codes.all()}
+    modes = {}
+    for code in codes.values():
+        if code.level == "mode":
+            sub = codes[code.parent_id]
+            modes[code.key] = (sub.key, codes[sub.parent_id].key)
+    # plain values (no model instances: this reads every coding of the study)
+    entries = submits(study, period).values_list(
+        "annotation_id", "annotation__assignment__run_id", "annotation__assignment__annotator__username", "after", "at"
+    )
+    first: dict[int, Coding] = {}
+    submitted_at: dict[str, list[datetime]] = defaultdict(list)
+    for annotation_id, run_id, username, after, at in entries:
+        submitted_at[str(run_id)].append(at)
+        if annotation_id not in first:
+            labels = frozenset(label["code"] for label in (after or {}).get("labels", []))
+            first[annotation_id] = Coding(item=str(run_id), annotator=username, codes=labels)
+    if study.kappa_universe == "observed":
+        observed = {code for coding in first.values() for code in coding.codes}
+        modes = {key: parents for key, parents in modes.items() if key in observed}
+    return Taxonomy(modes), list(first.values()), dict(submitted_at)
+
+
+# -- the final labels, the pairs, the strata ----------------------------------------------------------
+
+
+def final_instances(*, study: Study) -> list[FinalInstance]:
+    """Every final label of the study as a Table 3 instance (plain values: one row per label)."""
+    codes = {c.pk: c for c in study.codebook.codes.all()}
+    rows = FinalLabel.objects.filter(final__study=study).values_list(
+        "final__run_id", "final__run__agent__name", "code_id"
+    )
+    out = []
+    for run_id, agent, code_id in rows:
+        mode = codes[code_id]
+        sub = codes[mode.parent_id]
+        cat = codes[sub.parent_id]
+        out.append(FinalInstance(run_id=run_id, agent=agent, mode=(mode.key, mode.name),
+                                 subcategory=(sub.key, sub.name), category=(cat.key, cat.name)))  # fmt: skip
+    return out
+
+
+def pair_outcomes(*, study: Study, run_ids: list[int] | None = None) -> list[PairOutcome]:
+    """The study's concurrent runs (or those of `run_ids`) with their sequential twins' outcomes."""
+    runs = study.runs.all() if run_ids is None else study.runs.filter(pk__in=run_ids)
+    outcomes = ("pk", "task_id", "agent_id", "task_pass", "test_pass", "duration_s", "tokens")
+    concurrent = runs.select_related("agent", "task__benchmark").only(
+        *outcomes, "agent__name", "task__external_id", "task__benchmark__name"
+    )
+    twin_of = {(r.task_id, r.agent_id): r for r in twins(runs=runs).only(*outcomes)}
+    out = []
+    for run in concurrent:
+        twin = twin_of.get((run.task_id, run.agent_id))
+        if twin is None:
+            continue
+        out.append(
+            PairOutcome(
+                agent=run.agent.name,
+                benchmark=run.task.benchmark.name,
+                task=run.task.external_id,
+                concurrent_pass=run.task_pass,
+                sequential_pass=twin.task_pass,
+                concurrent_test_pass=run.test_pass,
+                sequential_test_pass=twin.test_pass,
+                concurrent_duration=run.duration_s,
+                sequential_duration=twin.duration_s,
+                concurrent_tokens=run.tokens,
+                sequential_tokens=twin.tokens,
+                concurrent_run_id=run.pk,
+                sequential_run_id=twin.pk,
+            )
+        )
+    return out
+
+
+def pair_metrics(*, study: Study) -> list[RunMetrics]:
+    """RQ2's input: the process metrics of the study's concurrent runs that have a sequential twin,
+    and of those twins (plain values: two queries)."""
+    fields = (
+        "task_id",
+        "agent_id",
+        "mode",
+        "agent__name",
+        "task__benchmark__name",
+        "task__difficulty",
+        "task__external_id",
+        *PROCESS_METRICS,
+    )
+    runs = study.runs.all()
+    concurrent = list(runs.values(*fields))
+    twin_of = {(row["task_id"], row["agent_id"]): row for row in twins(runs=runs).values(*fields)}
+    out = []
+    for row in concurrent:
+        twin = twin_of.get((row["task_id"], row["agent_id"]))
+        if twin is None:
+            continue
+        for side, values in (("concurrent", row), ("sequential", twin)):
+            out.append(
+                RunMetrics(
+                    agent=row["agent__name"],
+                    benchmark=row["task__benchmark__name"],
+                    difficulty=row["task__difficulty"],
+                    mode=side,
+                    values={name: values[name] for name in PROCESS_METRICS},
+                    task=row["task__external_id"],
+                )
+            )
+    return out
+
+
+def strata(*, study: Study) -> list[dict]:
+    """Per agent × benchmark stratum: runs, runs with all k codings submitted, runs with final
+    labels. One aggregate query."""
+    submitted = (
+        Annotation.objects.filter(assignment__study=study, assignment__run=OuterRef("pk"), status="submitted")
+        .order_by()
+        .values("assignment__run")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    rows = list(
+        study.runs.annotate(
+            submitted=Coalesce(Subquery(submitted), 0),
+            is_final=Exists(FinalCoding.objects.filter(study=study, run=OuterRef("pk"))),
+        )
+        .values("agent__name", "task__benchmark__name")
+        .annotate(
+            runs=Count("pk"),
+            coded_by_all=Count("pk", filter=Q(submitted__gte=study.coders_per_run)),
+            final=Count("pk", filter=Q(is_final=True)),
+        )
+        .order_by("agent__name", "task__benchmark__name")
+    )
+    for row in rows:
+        row["agent"], row["benchmark"] = row.pop("agent__name"), row.pop("task__benchmark__name")
+    return rows
+
+
+def signature_runs(*, study: Study) -> list[RunSignatures]:
+    """Every run of the study with a final coding: its gold mode keys, its stored hits, and whether
+    they were computed by the current detectors (DETECTOR_VERSION). Three queries."""
+    finals = FinalCoding.objects.filter(study=study)
+    versions = dict(finals.order_by("run_id").values_list("run_id", "run__signatures_version"))
+    gold: dict[int, set[str]] = defaultdict(set)
+    for run_id, key in FinalLabel.objects.filter(final__study=study).values_list("final__run_id", "code__key"):
+        gold[run_id].add(key)
+    hits: dict[int, list[tuple[str, tuple[str, ...]]]] = defaultdict(list)
+    rows = SignatureHit.objects.filter(run_id__in=finals.values("run_id")).values_list("run_id", "detector", "modes")
+    for run_id, detector, modes in rows.order_by("run_id", "position"):
+        hits[run_id].append((detector, tuple(modes or ())))
+    return [
+        RunSignatures(
+            run_id=run_id,
+            gold=frozenset(gold.get(run_id, ())),
+            hits=tuple(hits.get(run_id, ())),
+            checked=version == DETECTOR_VERSION,
+        )
+        for run_id, version in versions.items()
+    ]

@@ -1,0 +1,153 @@
+"""Keeping a study's analysis current without computing it on a page view, and reading it back.
+
+Every write that changes what it is computed from (a submitted coding, a final label, published
+records imported as gold, runs added to the study or read again, analysis settings) calls
+`analysis_changed`: the study's inputs version goes up in the same transaction and, once it commits, a
+refresh is queued for the worker — unless one is already waiting, so a burst of submissions costs one
+computation (after PARALLAX_STATISTICS_DELAY_S seconds, so that the burst can gather). The worker's
+`analysis_refresh` reads the inputs once, computes the document and stores it with the version it
+saw; a document is never stored over a newer one. `stored_analysis` reads the last one back and says
+whether it is current."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from ..models import Study, StudyStatistics
+from . import compute as sections
+from .compute import compute
+from .document import StudyAnalysis
+from .inputs import read_inputs
+from .reports import outcome_comparison, process_summary
+
+logger = logging.getLogger(__name__)
+STALE_QUEUE = timedelta(minutes=10)  # a queued refresh not started by then is queued again
+
+
+def analysis_changed(*, study_id: int) -> None:
+    """The study's codings, final labels, runs or analysis settings changed: bump its inputs version and
+    queue a refresh."""
+    Study.objects.filter(pk=study_id).update(statistics_version=F("statistics_version") + 1)
+    transaction.on_commit(lambda: analysis_request(study_id=study_id))
+
+
+def analysis_request(*, study_id: int) -> bool:
+    """Queue a refresh unless one is already waiting (or was queued so long ago that its message
+    was evidently lost). True if this call queued it."""
+    from ..tasks import refresh_study_statistics
+
+    now = timezone.now()
+    waiting = Q(statistics_queued_at__isnull=True) | Q(statistics_queued_at__lt=now - STALE_QUEUE)
+    if not Study.objects.filter(waiting, pk=study_id).update(statistics_queued_at=now):
+        return False
+    try:
+        refresh_study_statistics.apply_async(args=[study_id], countdown=settings.PARALLAX_STATISTICS_DELAY_S)
+    except Exception:  # noqa: BLE001 - a broker that is down (or, run eagerly, a failed computation)
+        # must not fail the change that asked: it is committed. The figures stay marked not current,
+        # and the next change (or "Compute now") asks again.
+        logger.exception("statistics of study %s: the refresh could not be queued", study_id)
+        Study.objects.filter(pk=study_id).update(statistics_queued_at=None)
+        return False
+    return True
+
+
+def analysis_refresh(*, study_id: int) -> StudyStatistics | None:
+    """Compute the study's analysis from its current rows and store it, unless what is stored is
+    already current. Safe to run twice and concurrently: the stored version only ever goes up."""
+    Study.objects.filter(pk=study_id).update(statistics_queued_at=None)  # changes from now on queue anew
+    study = Study.objects.select_related("codebook").filter(pk=study_id).first()
+    if study is None:
+        return None
+    stored = StudyStatistics.objects.filter(study=study).defer("payload", "helped").first()
+    if stored is not None and stored.version >= study.statistics_version:
+        return stored
+    start = time.perf_counter()
+    document = compute(read_inputs(study))
+    seconds = time.perf_counter() - start
+    fields = {"version": study.statistics_version, "computed_at": timezone.now(), "seconds": seconds,
+              "payload": document.payload(), "helped": document.helped}  # fmt: skip
+    with transaction.atomic():
+        stored, created = StudyStatistics.objects.select_for_update().get_or_create(study=study, defaults=fields)
+        if not created and stored.version < study.statistics_version:
+            for name, value in fields.items():
+                setattr(stored, name, value)
+            stored.save()
+    return stored
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The stored analysis of a study and whether it is current."""
+
+    statistics: StudyStatistics | None
+    version: int  # the study's current inputs version
+    queued: bool  # a refresh is waiting for the worker
+
+    @property
+    def document(self) -> StudyAnalysis | None:
+        if self.statistics is None or "payload" in self.statistics.get_deferred_fields():
+            return None
+        helped = None if "helped" in self.statistics.get_deferred_fields() else self.statistics.helped
+        return StudyAnalysis.from_stored(self.statistics.payload, helped)
+
+    @property
+    def current(self) -> bool:
+        """Computed from the study's latest inputs."""
+        return self.statistics is not None and self.statistics.version >= self.version
+
+    @property
+    def helped(self) -> list[list]:
+        return self.statistics.helped if self.statistics is not None else []
+
+
+def stored_analysis(study: Study, *, read: tuple[str, ...] = ("payload",)) -> Stored:
+    """The last analysis computed for the study — of its two stored parts, only those in `read`
+    (`payload`, `helped`) — and the study's inputs version read fresh (not from a possibly older
+    instance). Two queries."""
+    qs = StudyStatistics.objects.filter(study_id=study.pk).defer(*({"payload", "helped"} - set(read)))
+    version, queued_at = (
+        Study.objects.filter(pk=study.pk).values_list("statistics_version", "statistics_queued_at").get()
+    )
+    return Stored(statistics=qs.first(), version=version, queued=queued_at is not None)
+
+
+# What each section of the document is computed from (inputs.read_inputs's parts).
+SECTION_PARTS = {
+    "agreement": ("agreement",),
+    "by_version": ("versions",),
+    "table3": ("table3",),
+    "rq1": ("pairs",),
+    "rq2": ("metrics",),
+    "signatures": ("signatures",),
+    "helped": ("pairs",),
+}
+
+
+def analysis_section(study: Study, name: str):
+    """One section of the study's analysis, as its exports and the command line give it: the stored
+    document's when it is current; else computed now from the inputs that section needs (the headline
+    κ without its bootstrap: the CI is the worker's). The one place that decides between the two."""
+    stored = stored_analysis(study, read=("payload", "helped") if name == "helped" else ("payload",))
+    document = stored.document if stored.current else None
+    if document is not None and name not in document.missing:
+        return getattr(document, name)
+    inputs = read_inputs(study, parts=SECTION_PARTS[name])
+    if name == "agreement":
+        return sections.agreement(inputs, resamples=0)
+    if name == "by_version":
+        return sections.kappa_by_version(inputs, resamples=0)
+    if name == "rq1":
+        return outcome_comparison(inputs.pairs)
+    if name == "rq2":
+        return process_summary(inputs.metrics)
+    if name == "helped":
+        return sections.helped_pairs(inputs)
+    return {"table3": sections.table3, "signatures": sections.signatures}[name](inputs)
