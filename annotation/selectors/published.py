@@ -65,7 +65,9 @@ def published_export(*, study: Study) -> list[PublishedExport]:
         else:
             data = {"header": _header(run, twin_passed.get((run.task_id, run.agent_id)))}
         final_labels = labels.get(final.pk, [])
-        export.files["annotation.md"] = render_annotation_md(data=data, failures=[_failure(fl) for fl in final_labels])
+        unknown = _unknown_rejections(annotation.data if annotation is not None else {})
+        failures = [_failure(fl, unknown) for fl in final_labels]
+        export.files["annotation.md"] = render_annotation_md(data=data, failures=failures)
         review = records[PublishedRecord.Kind.REVIEW]
         if review is not None:
             export.files["review.json"] = serialize_review(review.data) if review.data else review.text
@@ -108,8 +110,23 @@ def _header(run: Run, twin_passed: bool | None) -> dict[str, str]:
     return {key: value for key, value in header.items() if value != ""}
 
 
-def _failure(label: FinalLabel) -> dict:
+def _unknown_rejections(record_data: dict) -> dict[tuple[str, str], str]:
+    """(mode name, episode id) -> the nearest rejected label a published failure names, for the names
+    the codebook has no code for: a label keeps only a code, so the text is taken from the record."""
+    found = {}
+    for failure in record_data.get("failures", []):
+        fields = failure.get("fields", {})
+        if fields.get("nearest_rejected_label"):
+            key = (fields.get("third_label", "").lower(), fields.get("episode_id", ""))
+            found[key] = fields["nearest_rejected_label"]
+    return found
+
+
+def _failure(label: FinalLabel, unknown_rejections: dict[tuple[str, str], str]) -> dict:
     code = label.code
+    rejected = label.nearest_rejected.name if label.nearest_rejected else ""
+    if not rejected:  # a name outside the codebook, as the published record wrote it
+        rejected = unknown_rejections.get((code.name.lower(), label.episode_id), "")
     return {
         "top_label": code.parent.parent.name,
         "sub_label": code.parent.name,
@@ -120,7 +137,7 @@ def _failure(label: FinalLabel) -> dict:
         "serial_contrast": label.contrast,
         "realized_consequence": label.realized_consequence,
         "reasoning": label.rationale,
-        "nearest_rejected_label": label.nearest_rejected.name if label.nearest_rejected else "",
+        "nearest_rejected_label": rejected,
         "rejection_reason": label.rejection_reason,
     }
 

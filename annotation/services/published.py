@@ -98,8 +98,16 @@ def published_check(*, study: Study, pairs: list[PublishedPair], annotator: Abst
             Assignment.objects.filter(study=study, run__in=runs, annotator=annotator, annotation__status="submitted")
             .values_list("run_id", flat=True)
         )  # fmt: skip
+    known = {name.lower() for name in Code.objects.filter(codebook=study.codebook, level=Code.Level.MODE)
+             .values_list("name", flat=True)} if annotator is not None else set()  # fmt: skip
     for pair, run in zip(pairs, runs, strict=True):
         where = f"{pair.display}: run #{run.pk} ({run.task.external_id} by {run.agent.name})"
+        failures = pair.record.failures
+        if annotator is not None and failures and not any(f.labels[2].lower() in known for f in failures):
+            modes = ", ".join(f.labels[2] for f in failures)
+            problems.append(f"{where}: none of its labels ({modes}) is in the codebook {study.codebook}: "
+                            "as a coding it would have nothing to submit")  # fmt: skip
+            continue
         if seen[run.pk] > 1:
             problems.append(f"{where} is named by {seen[run.pk]} records of this import")
         elif annotator is None:
@@ -168,9 +176,13 @@ def _load(study: Study, pair: PublishedPair, run: Run, codes: dict[str, Code], *
         episode = 1 + sum(c.pk == code.pk for c, _ in picked)
         picked.append((code, failure))
         result.imported.append(code.name if episode == 1 else f"{code.name} (episode {episode})")
+        rejected = failure.fields.get("nearest_rejected_label", "")
+        if rejected and rejected.lower() not in rejected_ids:
+            result.unknown.append(f"Failure {failure.number}: nearest rejected label {rejected!r} is not in the "
+                                  "codebook (kept as published: export writes the record's text back)")  # fmt: skip
     note = "Imported from " + pair.display
     if result.unknown:
-        note += "\nLabels not in the codebook: " + "; ".join(result.unknown)
+        note += "\nNot in the codebook: " + "; ".join(result.unknown)
     inputs = [LabelInput(code_id=code.pk, **_recorded(failure, rejected_ids)) for code, failure in picked]
     if annotator is None:
         analysis_changed(study_id=study.pk)
@@ -218,9 +230,8 @@ def _load(study: Study, pair: PublishedPair, run: Run, codes: dict[str, Code], *
         notes=note,
         labels=inputs,
     )
-    if not picked and result.unknown:
-        result.error = "no label matched the codebook: left as a draft for the annotator to finish"
-        return result
+    if not picked and any(failure for failure in record.failures):  # published_check refuses this first
+        raise AnnotationError("none of its labels is in the codebook: there is nothing to submit")
     # The study's own record is kept as published; anchors that do not resolve in the imported
     # files (a run imported from other logs than the record cites) are reported, not refused.
     problems = anchor_problems(run=run, labels=inputs)

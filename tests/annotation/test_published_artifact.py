@@ -240,3 +240,44 @@ def test_the_stored_data_keeps_its_key_order(artifact_study):
     again = PublishedRecord.objects.get(pk=record.pk).data
     assert json.dumps(again) == json.dumps(document)
     assert list(PublishedRecord.objects.filter(pk=record.pk).values_list("data__alpha__yy", flat=True)) == [2]
+
+
+def test_a_nearest_rejected_label_outside_the_codebook_is_reported_and_written_back(
+    artifact_study, artifact_root, tmp_path
+):
+    """The codebook has no code of that name: the label keeps no code, the import says so, and the export
+    writes the record's own text back — the file still round-trips."""
+    pair = tmp_path / "in" / TASK / "claude"
+    shutil.copytree(artifact_root / TASK / "claude", pair, ignore=shutil.ignore_patterns("parallel", "serial"))
+    original = (pair / "annotation.md").read_text(encoding="utf-8")
+    changed = original.replace("nearest_rejected_label: Missing Verifier Return\n",
+                               "nearest_rejected_label: Missing Verifier Returns\n")  # fmt: skip
+    assert changed != original
+    (pair / "annotation.md").write_text(changed, encoding="utf-8")
+    out = io.StringIO()
+    call_command("import_published", str(artifact_study.pk), str(pair), "--as-gold", stdout=out)
+    assert "nearest rejected label 'Missing Verifier Returns' is not in the codebook" in out.getvalue()
+    call_command("export_published", str(artifact_study.pk), "--out", str(tmp_path / "out"), stdout=io.StringIO())
+    assert (tmp_path / "out" / TASK / "claude" / "annotation.md").read_text(encoding="utf-8") == changed
+
+
+def test_as_annotator_refuses_a_record_with_nothing_to_submit_and_stores_nothing(
+    artifact_runs, codebook, trio, adjudicator, tmp_path
+):
+    study = study_create(name="Open", codebook=codebook, annotators=trio, adjudicator=adjudicator)
+    records = tmp_path / "in" / TASK
+    for agent in AGENTS:
+        shutil.copytree(
+            artifact_runs / TASK / agent, records / agent, ignore=shutil.ignore_patterns("parallel", "serial")
+        )
+    claude = records / "claude" / "annotation.md"
+    text = claude.read_text(encoding="utf-8")
+    text = text.replace("third_label: Fan-out Budget Exhaustion", "third_label: Fan-out Overload")
+    claude.write_text(text.replace("third_label: Artifact Leakage", "third_label: Artifact Spill"), encoding="utf-8")
+    before = counts()
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="1 of 3 record"):
+        call_command("import_published", str(study.pk), str(records), "--as-annotator", trio[0].username,
+                     stdout=io.StringIO(), stderr=err)  # fmt: skip
+    assert "none of its labels (Fan-out Overload, Artifact Spill) is in the codebook" in err.getvalue()
+    assert counts() == before
