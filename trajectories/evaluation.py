@@ -226,7 +226,7 @@ def logged_report(text: str, *, file: str) -> Reading | None:
         if match:
             try:
                 data = ast.literal_eval(match[1])
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # TypeError: `{[1]: 2}`
                 reading = Reading(file=file, kind=LOGGED_REPORT)
                 reading.warnings.append(_warn(file, "the logged report is not a Python literal", line=number))
                 return reading
@@ -270,6 +270,10 @@ class _Test:
     sub_error: int = 0
 
 
+def _short(test_id: str) -> str:
+    return test_id.split(" (")[0]
+
+
 def django_output(text: str, *, file: str) -> Reading:
     """Django's runner at `--verbosity 2` (unittest's verbose format). A result is usually on its
     test's own line (`test_x (mod.Class) ... ok`), but a test's own output may come first and its
@@ -284,12 +288,15 @@ def django_output(text: str, *, file: str) -> Reading:
     described: tuple[str, int] | None = None  # a test id alone on its line: its docstring follows
     ran: int | None = None
     verdict, stated = "", {}
+    shared: list[tuple[str, str, int]] = []  # (test, the test whose line it started on, line)
     lines = text.splitlines()
     for index in _test_section(lines):
         line, number = lines[index], index + 1
         position = len(line) - len(line.lstrip(" "))
         started = sub_test = False
         while match := _STARTED.match(line, position):
+            if started and current is not None and not current.outcome:
+                shared.append((match["id"], current.name, number))
             started, position = True, match.end()
             name = match["id"]
             if match["sub"].strip():  # a sub-test's own result (Python 3.11+): it belongs to its test
@@ -347,6 +354,13 @@ def django_output(text: str, *, file: str) -> Reading:
         TestResult(t.name, t.outcome or UNFINISHED, t.result_line or t.line, detail=t.detail) for t in tests.values()
     ]
     reading.warnings += _django_checks(reading, ran=ran, verdict=verdict)
+    for name, first, number in shared:
+        # SWE-bench's grader reads a line as the result of the test it starts with: it counts `name` failed.
+        reading.warnings.append(
+            _warn(file, f"{_short(name)} was written on {_short(first)}'s line (its sub-tests failed and wrote no "
+                  f"result): read here by its own result; SWE-bench's grader, which reads the line as "
+                  f"{_short(first)}'s, counts it as failed", line=number)  # fmt: skip
+        )
     if ran is not None and verdict and not reading.tests:
         # No per-test lines (a run below --verbosity 2): the runner's own counts. Its failures count
         # failing sub-tests one by one, so they may be more than the tests that failed.

@@ -155,6 +155,7 @@ def test_a_kimi_sub_agent_with_a_wire_file_is_read_from_it_the_others_from_the_j
          "event": {"type": "content.part", "part": {"type": "think", "think": "Read backends.py first."}}},
         {"type": "context.append_loop_event", "time": 1786718453000,
          "event": {"type": "tool.call", "toolCallId": "Read_0", "name": "Read", "args": {"path": "backends.py"}}},
+        {"type": "usage.record", "usage": {"inputOther": 100, "output": 7}, "time": 1786718453001},
     ])  # fmt: skip
     run = _imported(import_paths(paths=[tmp_path / "kimi"]))
     contexts = {c.external_id: c for c in AgentContext.objects.filter(run=run).select_related("parent")}
@@ -173,3 +174,10 @@ def test_a_kimi_sub_agent_with_a_wire_file_is_read_from_it_the_others_from_the_j
     assert agent0.started_at == datetime.fromisoformat(first.replace("Z", "+00:00"))
     assert agent1.source_file.startswith("server/events/") and agent1.n_events > 0  # no wire: the journal
     assert Event.objects.filter(context=contexts["main"], kind="spawn", target="agent-0").exists()
+    # tokens: agent-0's from its wire, every other agent's from the journal's completed steps
+    journal_tokens = sum(
+        v for j in journal if j.get("envelope", {}).get("type") == "turn.step.completed"
+        and j["envelope"]["payload"].get("agentId") != "agent-0"
+        for v in (j["envelope"]["payload"].get("usage") or {}).values() if isinstance(v, int)
+    )  # fmt: skip
+    assert journal_tokens > 0 and run.tokens == journal_tokens + 107

@@ -163,3 +163,15 @@ def test_a_workflow_call_is_tied_only_to_the_workflow_it_names(tmp_path):
     assert links._started("Workflow", {"script": "export const meta = { name: 'fix-it-twice' }"}) == "wf_bbb222"
     assert links._started("Workflow", {"script": "name: 'fix-it'"}) == "wf_aaa111"
     assert links._started("Workflow", {"script": "runs fix-it and then fix-it-twice"}) is None  # ambiguous
+
+
+@pytest.mark.parametrize(("field", "value"), [("logs", 5), ("workflowProgress", {"type": "workflow_agent"})])
+def test_a_workflow_state_of_the_wrong_shape_fails_its_run_naming_the_field(tmp_path, field, value):
+    projects = session(tmp_path)
+    state_file = projects / "-testbed" / SID / "workflows" / "wf_abc123.json"
+    state = json.loads(state_file.read_text())
+    state[field] = value
+    state_file.write_text(json.dumps(state))
+    [result] = import_paths(paths=[projects]).results
+    assert result.status == "failed" and f"wf_abc123.json: field '{field}'" in result.message
+    assert not Run.objects.exists()

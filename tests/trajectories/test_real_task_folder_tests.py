@@ -169,6 +169,19 @@ def test_the_figures_the_artifact_shows(runs):
         failed = TestOutcome.objects.get(run=run, primary=True, outcome="failed")
         assert failed.name == "test_negative (utils_tests.test_dateparse.DurationParseTests)"
         assert failed.detail == "5 sub-tests failed"
+        # test_parse_postgresql_format's "ok" is on test_negative's line: SWE-bench's grader would count it
+        # failed (as it did for claude/parallel below), so the run says so beside its 11 of 12
+        text = (official(TASK / agent / side) / "test_output.txt").read_text()
+        shared = [
+            number for number, line in enumerate(text.splitlines(), start=1)
+            if line.startswith("test_negative ") and "test_parse_postgresql_format" in line
+        ]  # fmt: skip
+        assert len(shared) == 1
+        assert any(
+            f"test_output.txt:{shared[0]}: test_parse_postgresql_format was written on test_negative's line" in w
+            and "counts it as failed" in w
+            for w in run.warnings
+        ), run.warnings
     # claude/parallel has no report.json, but its run_instance.log holds the report SWE-bench graded it by:
     # FAIL_TO_PASS 0/2, though the runner's output shows test_parse_postgresql_format ok (on test_negative's
     # line, which has no result of its own): a warning on the run says so.

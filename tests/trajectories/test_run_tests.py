@@ -331,3 +331,15 @@ def test_export_metrics_tests_writes_csv_and_json(pair, tmp_path):
     out = io.StringIO()
     call_command("export_metrics", "--tests", "--format", "json", "--agent", "nobody", stdout=out)
     assert json.loads(out.getvalue()) == []
+
+
+def test_a_logged_report_that_python_cannot_read_is_a_warning_not_a_crash(tmp_path):
+    """`{[1]: 2}` looks like a literal but is not one (a list is no key): the log's report is refused by
+    name, the output counts, and the import goes on."""
+    log = "2026-08-14 12:00:00,000 - INFO - report: {[1]: 2}\n"
+    write_cell(
+        tmp_path, "serial", {f"{OFFICIAL}/run_instance.log": log, f"{OFFICIAL}/test_output.txt": django_output(2, 1)}
+    )
+    run = import_one(tmp_path)
+    assert (run.tests_passed, run.tests_total) == (2, 3)
+    assert any("run_instance.log:1: the logged report is not a Python literal" in w for w in run.warnings), run.warnings

@@ -139,8 +139,11 @@ def _read_state(path: Path, name: str) -> tuple[Workflow, list[dict], dict[tuple
     end = None
     if isinstance(state.get("startTime"), (int, float)) and isinstance(state.get("durationMs"), (int, float)):
         end = parse_timestamp(state["startTime"] + state["durationMs"], file=name, field="durationMs")
+    items = state.get("workflowProgress") or []
+    if not isinstance(items, list):
+        raise FormatError(f"expected a list, got {type(items).__name__}", file=name, field="workflowProgress")
     progress = []
-    for index, item in enumerate(state.get("workflowProgress") or []):
+    for index, item in enumerate(items):
         if not isinstance(item, dict) or item.get("type") != "workflow_agent" or not item.get("agentId"):
             continue
         where = f"workflowProgress[{index}]"
@@ -168,7 +171,10 @@ def _read_state(path: Path, name: str) -> tuple[Workflow, list[dict], dict[tuple
             }
         )
     reasons: dict[tuple[str, int], str] = {}
-    for line in state.get("logs") or []:
+    logs = state.get("logs") or []
+    if not isinstance(logs, list):
+        raise FormatError(f"expected a list of log lines, got {type(logs).__name__}", file=name, field="logs")
+    for line in logs:
         match = _RETRY_LOG.match(str(line))
         if match:
             why = match["why"].lower()

@@ -122,7 +122,7 @@ class KimiParser(Parser):
             role = MAIN if agent_id == MAIN_ID else SUB
             yield ContextRecord(id=agent_id, role=role, ended_at=end_ts, status=status if role == SUB else "")
         yield from warnings
-        tokens = (totals.tokens if wires else 0) or journal.tokens
+        tokens = totals.tokens + journal.tokens  # each agent counted from where it was read: its wire or the journal
         yield DerivedOutcomes(shell_calls=totals.shell_calls + journal.shell_calls, tokens=tokens or None)
 
 
