@@ -155,14 +155,55 @@ def test_a_journal_of_an_unknown_format_is_refused(tmp_path):
     assert [r.status for r in report.results] == ["failed"]
 
 
-def test_a_workflow_call_is_tied_only_to_the_workflow_it_names(tmp_path):
-    from trajectories.formats.claude_code import _Links
+def _second_workflow(projects, *, run_id: str, task_id: str, name: str, agent: str) -> None:
+    """Another workflow of the session: its state, its journal and its one agent's transcript."""
+    session_dir = projects / "-testbed" / SID
+    state = {"runId": run_id, "taskId": task_id, "workflowName": name, "status": "completed",
+             "workflowProgress": [{"type": "workflow_agent", "agentId": agent, "label": "again", "phaseTitle": "Try",
+                                   "state": "completed"}]}  # fmt: skip
+    (session_dir / "workflows" / f"{run_id}.json").write_text(json.dumps(state))
+    folder = session_dir / "subagents" / "workflows" / run_id
+    write_jsonl(folder / "journal.jsonl", [{"type": "started", "key": "v2:again", "agentId": agent}])
+    write_jsonl(folder / f"agent-{agent}.jsonl", [line("user", 70, "again", agentId=agent, isSidechain=True)])
 
-    links = _Links()
-    links.workflows = {"fix-it": ("wf_aaa111", ["a1"]), "fix-it-twice": ("wf_bbb222", ["b1"])}
-    assert links._started("Workflow", {"script": "export const meta = { name: 'fix-it-twice' }"}) == "wf_bbb222"
-    assert links._started("Workflow", {"script": "name: 'fix-it'"}) == "wf_aaa111"
-    assert links._started("Workflow", {"script": "runs fix-it and then fix-it-twice"}) is None  # ambiguous
+
+def _calls_with_results(projects, calls: list[tuple[str, str, str]]) -> None:
+    """Replace the main transcript's Workflow call by these: (tool_use id, script, result text)."""
+    main = projects / "-testbed" / f"{SID}.jsonl"
+    lines = [json.loads(raw) for raw in main.read_text().splitlines()]
+    kept = [ln for ln in lines if "toolu_wf" not in json.dumps(ln)]
+    for n, (tool_id, script, said) in enumerate(calls):
+        kept += [call(62 + 2 * n, "Workflow", tool_id, script=script), result(63 + 2 * n, tool_id, said)]
+    write_jsonl(main, kept)
+
+
+def test_two_runs_of_one_workflow_are_told_apart_by_what_each_call_returned(tmp_path):
+    """The same workflow run twice: the calls' scripts name it alike, their results name each run's task."""
+    projects = session(tmp_path)
+    _second_workflow(projects, run_id="wf_def456", task_id="tsk67890", name="fix-it", agent="w4")
+    _calls_with_results(projects, [
+        ("toolu_one", "export const meta = { name: 'fix-it' }", "Workflow launched in background. Task ID: tsk67890"),
+        ("toolu_two", "export const meta = { name: 'fix-it' }", "Launched. Transcript: workflows/wf_abc123"),
+    ])  # fmt: skip
+    import_paths(paths=[projects])
+    run = Run.objects.get()
+    targets = dict(Event.objects.filter(run=run, tool="Workflow").values_list("source_line", "target"))
+    assert sorted(targets.values()) == ["wf_abc123", "wf_def456"]
+    first, second = (targets[line] for line in sorted(targets))
+    assert (first, second) == ("wf_def456", "wf_abc123")
+
+
+def test_a_workflow_call_is_tied_to_the_workflow_its_script_names_when_its_result_names_none(tmp_path):
+    projects = session(tmp_path)
+    _second_workflow(projects, run_id="wf_def456", task_id="tsk67890", name="fix-it-twice", agent="w4")
+    _calls_with_results(projects, [
+        ("toolu_one", "export const meta = { name: 'fix-it-twice' }", "started"),
+        ("toolu_two", "export const meta = { name: 'fix-it' }", "started"),
+        ("toolu_three", "runs fix-it and then fix-it-twice", "started"),  # two named: no link
+    ])  # fmt: skip
+    import_paths(paths=[projects])
+    targets = [t for _, t in sorted(Event.objects.filter(tool="Workflow").values_list("source_line", "target"))]
+    assert targets == ["wf_def456", "wf_abc123", "task-toolu_three"]
 
 
 @pytest.mark.parametrize(("field", "value"), [("logs", 5), ("workflowProgress", {"type": "workflow_agent"})])

@@ -11,8 +11,9 @@ Two sub-agent layouts are handled:
 Every agent is timed by its own transcript: from the first to the last time any of its lines was
 written (a workflow's last progress of an agent may end it later). Calls are tied to what they
 started: a `Task`/`Agent` call to the sub-agent whose first prompt is the call's prompt (its result
-is then the parent's `join`), a `Workflow` call to the workflow whose run id, task id or name its
-input or result names (the call's target is the workflow's run id, which its agents carry).
+is then the parent's `join`), a main agent's `Workflow` call to the workflow whose run id or task id its
+result names, else whose name its input names (the call's target is the workflow's run id, which its
+agents carry).
 """
 
 from __future__ import annotations
@@ -113,9 +114,7 @@ class ClaudeCodeParser(Parser):
         workflow_agents: dict[str, ContextRecord] = {}
         state_ends: dict[str, datetime | None] = {}  # the workflow state's last progress of an agent
         for workflow in plan_workflows(workflow_files, journals, source, warnings):
-            for name in workflow.names:
-                if len(name) >= 6:
-                    links.workflows[name] = (workflow.run_id, workflow.agent_ids)
+            links.add_workflow(workflow.run_id, workflow.identifiers, workflow.name, workflow.agent_ids)
             for slot in workflow.slots:
                 for attempt in slot.attempts:
                     ctx = ContextRecord(
@@ -149,6 +148,8 @@ class ClaudeCodeParser(Parser):
                 prompt = _first_prompt(path)
                 if prompt:
                     links.prompts.setdefault(prompt, agent_id)
+        if main_file is not None and links.agents:  # its Workflow calls' results say which run each started
+            links.learn_results(main_file, source.display(main_file), warnings)
         if main_file is not None:
             yield from self._main_file(
                 main_file, source.name, totals, warnings, file=source.relative(main_file), links=links
@@ -415,21 +416,47 @@ class _Links:
 
     def __init__(self) -> None:
         self.prompts: dict[str, str] = {}  # a sub-agent file's first prompt -> its agent id
-        # a workflow's run id, task id or name -> (its run id, its agents)
-        self.workflows: dict[str, tuple[str, list[str]]] = {}
+        self.agents: dict[str, list[str]] = {}  # a workflow's run id -> its agents
+        self.named: dict[str, set[str]] = {}  # a workflow's run id, task id or name -> the run ids it names
+        self.identifiers: set[str] = set()  # the workflows' run and task ids (a name may be shared)
+        self.results: dict[str, str] = {}  # a Workflow call's tool_use id -> the run id its result names
         self.calls: dict[str, str] = {}  # tool_use id -> the sub-agent or workflow it started
         self.parents: dict[str, str] = {}  # sub-agent -> the context whose call started it
         self.labels: dict[str, str] = {}  # sub-agent -> the call's description
+
+    def add_workflow(self, run_id: str, identifiers: list[str], name: str, agents: list[str]) -> None:
+        self.agents[run_id] = agents
+        self.identifiers.update(identifiers)
+        for word in (*identifiers, name):
+            if len(word) >= 6:
+                self.named.setdefault(word, set()).add(run_id)
+
+    def learn_results(self, path: Path, name: str, warnings: list) -> None:
+        """What each Workflow call of a transcript started, from its result ("Workflow launched in
+        background. Task ID: wo875716h … workflows/wf_f6715fa9-66d"): the run id or task id it names
+        tells apart two runs of one workflow, which the call's input (the script) cannot."""
+        calls: set[str] = set()
+        for _, obj in iter_json_lines(path, display=name, tolerate_truncated_tail=True, warnings=[]):
+            content = (obj.get("message") or {}).get("content") if isinstance(obj, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and block.get("name") in WORKFLOW_TOOLS:
+                    calls.add(str(block.get("id", "")))
+                elif block.get("type") == "tool_result" and str(block.get("tool_use_id", "")) in calls:
+                    named = self._named_in(to_text(block.get("content")), identifiers_only=True)
+                    if len(named) == 1:
+                        self.results[str(block["tool_use_id"])] = named.pop()
 
     def link(self, event: EventRecord, obj: dict, ctx_id: str) -> bool:
         """Tie a Task/Agent or Workflow call to what it started, and its result to the same:
         True when the event was linked (its kind and target are then set)."""
         if event.kind == "spawn" and event.target:
             args = _tool_input(obj, event.target)
-            started = self._started(event.tool, args)
+            started = self.results.get(event.target) or self._started(event.tool, args)
             if started is None:
                 return False
-            run_id, agents = self.workflows.get(started, (started, [started]))
+            run_id, agents = started, self.agents.get(started, [started])
             self.calls[event.target] = run_id
             event.target = run_id
             for agent in agents:
@@ -441,7 +468,7 @@ class _Links:
         if event.kind == "tool_result" and event.target in self.calls:
             started = self.calls[event.target]
             event.target = started
-            event.kind = "tool_result" if started in self.workflows else "join"
+            event.kind = "tool_result" if started in self.agents else "join"
             return True
         return False
 
@@ -449,15 +476,23 @@ class _Links:
         if tool in AGENT_TOOLS and isinstance(args, dict) and isinstance(args.get("prompt"), str):
             return self.prompts.get(args["prompt"].strip())
         if tool in WORKFLOW_TOOLS:
-            # Names the call's input spells out as whole words; several workflows named: no link.
-            text = to_text(args)
-            named = {
-                self.workflows[name][0]
-                for name in self.workflows
-                if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)
-            }
+            # The workflow the call's input names (its script names the workflow); two named, or one
+            # name two runs share, and its result has not told them apart: no link.
+            named = self._named_in(to_text(args))
             return named.pop() if len(named) == 1 else None
         return None
+
+    def _named_in(self, text: str, *, identifiers_only: bool = False) -> set[str]:
+        """The run ids of the workflows whose names `text` spells out as whole words (with
+        `identifiers_only`, their run or task ids only: names one workflow alone has)."""
+        found: set[str] = set()
+        for name, run_ids in self.named.items():
+            if identifiers_only and name not in self.identifiers:
+                continue
+            if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text):
+                found |= run_ids
+        return found
+
 
 
 def _first_prompt(path: Path) -> str:

@@ -63,7 +63,7 @@ class Workflow:
     run_id: str
     name: str
     status: str = ""
-    names: list[str] = field(default_factory=list)  # run id, task id, workflow name: what a call may cite
+    identifiers: list[str] = field(default_factory=list)  # run id, task id: what a call's result cites
     slots: list[Slot] = field(default_factory=list)
 
     @property
@@ -101,7 +101,7 @@ def plan_workflows(
                 if str(obj["agentId"]) not in agents:
                     agents.append(str(obj["agentId"]))
     for run_id in sorted(set(by_id) | set(started)):
-        workflow = by_id.get(run_id) or Workflow(run_id=run_id, name=run_id, names=[run_id])
+        workflow = by_id.get(run_id) or Workflow(run_id=run_id, name=run_id, identifiers=[run_id])
         if run_id not in by_id:
             warnings.append(
                 ParseWarning(
@@ -134,7 +134,7 @@ def _read_state(path: Path, name: str) -> tuple[Workflow, list[dict], dict[tuple
         run_id=run_id,
         name=str(state.get("workflowName") or run_id),
         status=str(state.get("status") or ""),
-        names=[str(state[k]) for k in ("runId", "taskId", "workflowName") if isinstance(state.get(k), str)],
+        identifiers=[str(state[k]) for k in ("runId", "taskId") if isinstance(state.get(k), str)] or [run_id],
     )
     end = None
     if isinstance(state.get("startTime"), (int, float)) and isinstance(state.get("durationMs"), (int, float)):
