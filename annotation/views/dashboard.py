@@ -12,8 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 
 from accounts.roles import ADJUDICATOR, has_role, is_admin
-from config.htmx import HtmxHttpRequest
-from config.responses import invalid_parameter
+from common.htmx import HtmxHttpRequest
+from common.responses import invalid_parameter
 from trajectories.exports import csv_lines
 
 from ..access import lead_study

@@ -10,8 +10,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from config.htmx import HtmxHttpRequest
-from config.responses import invalid_parameter
+from common.htmx import HtmxHttpRequest
+from common.responses import invalid_parameter
 from taxonomy.models import Code
 
 from ..access import lead_study
