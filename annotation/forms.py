@@ -10,9 +10,8 @@ from dataclasses import asdict, fields
 from django import forms
 from django.http import QueryDict
 
-from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
-
 from .errors import AnnotationError
+from .hint_policies import DEFAULT_HINT_POLICY, HINT_POLICIES
 from .services.coding import MAX_INSTANCES, LabelInput, field_key
 from .services.review import Ruling
 from .stats.reports import Rq4Rules

@@ -5,9 +5,11 @@ apps share lives in `common/`, below them all, which imports none of them."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
+from django.apps import apps as django_apps
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,3 +53,32 @@ def test_an_app_imports_only_the_apps_below_it(app):
 def test_config_wires_every_app():
     # (and so the scan above does see imports)
     assert set(project_imports("config")) >= {"trajectories", "taxonomy", "annotation"}
+
+
+def annotation_relations(app: str) -> set[str]:
+    """The names by which the models of `app` reach the annotation app's tables (its foreign keys' reverse
+    relations: `Run.assignments`, `Run.studies`, `Code.labels` …)."""
+    return {
+        field.name
+        for model in django_apps.get_app_config(app).get_models()
+        for field in model._meta.get_fields()
+        if field.auto_created and field.is_relation and field.related_model._meta.app_label == "annotation"
+    }
+
+
+@pytest.mark.parametrize("app", ["trajectories", "taxonomy"])
+def test_an_app_below_annotation_never_queries_its_tables_by_relation_name(app):
+    """No `assignments__annotator=…`, `"studies__adjudicator"`, `run.studies.all()`: what studies and
+    codings say about a run is the annotation app's to answer (trajectories asks through its `access`)."""
+    names = annotation_relations(app)
+    assert names, f"no relation of {app} to annotation found: the check would prove nothing"
+    alternatives = "|".join(sorted(names))
+    lookup = re.compile(rf"""\b({alternatives})__\w|["']({alternatives})["']|\.({alternatives})\.""")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / app).rglob("*.py"))
+        if "migrations" not in path.parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if lookup.search(line)
+    ]
+    assert not found, "\n".join(found)

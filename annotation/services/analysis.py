@@ -9,8 +9,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from activity.services import record
-from trajectories.access import HINT_POLICIES
 
+from ..hint_policies import HINT_POLICIES
 from ..models import AdvantageTag, Study
 from ..stats.reports import Rq4Rules
 from ..stats.settings import SettingsError, code_universe, mechanisms

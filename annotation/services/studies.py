@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from activity.services import record
 from taxonomy.models import Codebook
-from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
 from trajectories.models import Run
 from trajectories.selectors import paired_concurrent_runs
 
 from ..errors import AnnotationError
+from ..hint_policies import DEFAULT_HINT_POLICY, HINT_POLICIES
 from ..models import Annotation, Assignment, Study
 from ..selectors.studies import coders_by_run as _coders_by_run
 from ..stats.assignment import assign_groups, queue_order
