@@ -10,10 +10,9 @@ from dataclasses import asdict, fields
 from django import forms
 from django.http import QueryDict
 
-from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
-
 from .analysis.reports import Rq4Rules
 from .errors import AnnotationError
+from .hint_policies import DEFAULT_HINT_POLICY, HINT_POLICIES
 from .services.coding import MAX_INSTANCES, LabelInput, field_key
 from .services.review import Ruling
 from .study_settings import CODE_UNIVERSES, SettingsError, format_mechanisms, parse_mechanisms, rq4_rules

@@ -7,11 +7,11 @@ from django.db import models
 from django.db.models import Q
 
 from taxonomy.models import Code, Codebook, FrozenCodebookError
-from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES, hints_allowed
 from trajectories.models import Run
 
 from .analysis.reports import Rq4Rules
 from .fields import DocumentJSONField
+from .hint_policies import DEFAULT_HINT_POLICY, HINT_POLICIES, hints_allowed
 from .study_settings import CODE_UNIVERSES, DEFAULT_CODE_UNIVERSE, rq4_settings
 
 User = settings.AUTH_USER_MODEL

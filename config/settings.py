@@ -249,7 +249,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "config.pagination.StrictPageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "common.pagination.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
     # JSON only; the browsable HTML API only in development (and the tests see production's API).
     "DEFAULT_RENDERER_CLASSES": [

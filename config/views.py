@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 from django.views.defaults import bad_request, page_not_found, permission_denied, server_error
 
 from annotation.selectors.landing import landing_url
-from config.htmx import HtmxHttpRequest
+from common.htmx import HtmxHttpRequest
 
 # The error pages: the site's layout for people (templates/4xx.html, 500.html), JSON for the API's
 # clients, which parse every answer under /api/ (DRF answers its own views' errors the same way;

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from activity.services import record
-from config.spreadsheet import spreadsheet_safe, spreadsheet_unsafe
+from common.spreadsheet import spreadsheet_safe, spreadsheet_unsafe
 
 from .models import Code, Codebook, FrozenCodebookError
 from .tree import CSV_COLUMNS, LEVELS, PARENT_LEVEL, SLUG, TEXT_FIELDS, CodeSpec, TreeError, slugify_key, validate

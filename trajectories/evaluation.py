@@ -357,9 +357,13 @@ def django_output(text: str, *, file: str) -> Reading:
     for name, first, number in shared:
         # SWE-bench's grader reads a line as the result of the test it starts with: it counts `name` failed.
         reading.warnings.append(
-            _warn(file, f"{_short(name)} was written on {_short(first)}'s line (its sub-tests failed and wrote no "
-                  f"result): read here by its own result; SWE-bench's grader, which reads the line as "
-                  f"{_short(first)}'s, counts it as failed", line=number)  # fmt: skip
+            _warn(
+                file,
+                f"{_short(name)} was written on {_short(first)}'s line (its sub-tests failed and wrote no "
+                f"result): read here by its own result; SWE-bench's grader, which reads the line as "
+                f"{_short(first)}'s, counts it as failed",
+                line=number,
+            )  # fmt: skip
         )
     if ran is not None and verdict and not reading.tests:
         # No per-test lines (a run below --verbosity 2): the runner's own counts. Its failures count

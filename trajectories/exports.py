@@ -9,7 +9,7 @@ from itertools import batched
 
 from django.db.models import QuerySet
 
-from config.spreadsheet import spreadsheet_safe
+from common.spreadsheet import spreadsheet_safe
 
 from .metrics import METRIC_FIELDS
 from .models import Run, TestOutcome

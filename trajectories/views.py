@@ -11,9 +11,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.roles import is_admin
-from config.htmx import HtmxHttpRequest
-from config.keyset import CursorError, keyset_page
-from config.responses import invalid_parameter
+from common.htmx import HtmxHttpRequest
+from common.keyset import CursorError, keyset_page
+from common.responses import invalid_parameter
 
 from . import selectors, services, tasks
 from .access import HINTS_SHOWN, hint_access, visible_runs

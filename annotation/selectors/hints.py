@@ -1,15 +1,17 @@
 """The hints panel: a run's failure-signature hits with the codebook's names for the modes they
-support, and what a person may see of them (trajectories/access.py `hint_access` is the rule)."""
+support, and what a person may see of them (`annotation.access.hint_access` is the rule)."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from taxonomy.models import Code, Codebook
-from trajectories.access import HINT_NEVER, HINTS_HIDDEN, HINTS_SHOWN, hint_access
+from trajectories.access import HINTS_HIDDEN, HINTS_SHOWN
 from trajectories.models import Run
 from trajectories.selectors import run_hints
 
+from ..access import hint_access
+from ..hint_policies import HINT_NEVER
 from ..models import Annotation, Assignment, Study
 
 

@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
-from config.keyset import KeysetPage, keyset_page
+from common.keyset import KeysetPage, keyset_page
 from taxonomy.selectors import codebook_tree
 
 from ..models import Annotation, Assignment, Study
@@ -39,7 +39,7 @@ QUEUE_SHOWS = {
 
 def queue_page(*, user: AbstractBaseUser, study: Study, show: str, params) -> KeysetPage:
     """One page of the user's queue in a study (queue order), `show` one of QUEUE_SHOWS. Two
-    queries at most, whatever the queue's length (config/keyset.py)."""
+    queries at most, whatever the queue's length (common/keyset.py)."""
     qs = my_assignments(user=user, study=study).filter(QUEUE_SHOWS[show][1])
     return keyset_page(qs, order=("position",), params=params, size=QUEUE_PAGE_SIZE)
 

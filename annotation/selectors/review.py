@@ -9,7 +9,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Value
 from django.db.models.functions import Coalesce
 
 from accounts.roles import is_admin
-from config.keyset import KeysetPage, keyset_page
+from common.keyset import KeysetPage, keyset_page
 from taxonomy.models import Code
 
 from ..coding_changes import coding_diff

@@ -9,10 +9,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from activity.services import record
-from trajectories.access import HINT_POLICIES
 
 from ..analysis.reports import Rq4Rules
 from ..analysis.store import analysis_changed
+from ..hint_policies import HINT_POLICIES
 from ..models import AdvantageTag, Study
 from ..study_settings import SettingsError, code_universe, mechanisms
 

@@ -7,9 +7,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from trajectories.access import HINTS_HIDDEN, hint_access
+from trajectories.access import HINTS_HIDDEN
 from trajectories.models import SignatureHit
 
+from ..access import hint_access
 from ..errors import AnnotationError
 from ..models import Annotation
 from .coding import audit, ensure_stored

@@ -12,13 +12,13 @@ from django.utils import timezone
 
 from activity.services import record
 from taxonomy.models import Codebook
-from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
 from trajectories.models import Run
 from trajectories.selectors import paired_concurrent_runs
 
 from ..analysis.store import analysis_changed
 from ..assignment import assign_groups, queue_order
 from ..errors import AnnotationError
+from ..hint_policies import DEFAULT_HINT_POLICY, HINT_POLICIES
 from ..models import Annotation, Assignment, Study
 from ..selectors.studies import coders_by_run as _coders_by_run
 from .coding import audit, snapshot

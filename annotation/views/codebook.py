@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from config.htmx import HtmxHttpRequest
+from common.htmx import HtmxHttpRequest
 from taxonomy.models import Codebook
 from taxonomy.tree import TreeError, parse_key_map
 

@@ -12,9 +12,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from config.htmx import HtmxHttpRequest
-from config.keyset import CursorError
-from config.responses import invalid_parameter
+from common.htmx import HtmxHttpRequest
+from common.keyset import CursorError
+from common.responses import invalid_parameter
 from trajectories.selectors import pair_sides
 
 from ..errors import AnnotationError, ConflictError, LockedError

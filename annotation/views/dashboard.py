@@ -9,10 +9,11 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 
 from accounts.roles import ADJUDICATOR, has_role, is_admin
-from config.htmx import HtmxHttpRequest
-from config.responses import invalid_parameter, reload_page
+from common.htmx import HtmxHttpRequest
+from common.responses import invalid_parameter
 from trajectories.exports import csv_lines
 
 from ..access import lead_study
@@ -101,7 +102,7 @@ def statistics_status(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     if shown is not None and not (shown.isascii() and shown.lstrip("-").isdigit()):
         return invalid_parameter(request, f"'shown' must be a version number, got {shown[:40]!r}")
     if shown is not None and stored.statistics is not None and stored.statistics.version > int(shown):
-        return reload_page()
+        return HttpResponseClientRefresh()  # htmx reloads the whole page
     return render(request, "annotation/partials/statistics_status.html", {"study": study, "stored": stored})
 
 
@@ -198,9 +199,7 @@ def analysis_settings(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
             else:
                 messages.info(request, "Nothing changed.")
             if request.htmx:  # the form was posted in place: the browser goes to the dashboard
-                response = HttpResponse(status=204)
-                response["HX-Redirect"] = reverse("annotation:dashboard", args=[study.pk])
-                return response
+                return HttpResponseClientRedirect(reverse("annotation:dashboard", args=[study.pk]))
             return redirect("annotation:dashboard", study_id=study.pk)
     status = 422 if request.method == "POST" else 200
     template = "annotation/analysis_settings.html"

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import is_admin
-from config.htmx import HtmxHttpRequest
+from common.htmx import HtmxHttpRequest
 from trajectories.selectors import pair_sides
 
 from ..errors import AnnotationError

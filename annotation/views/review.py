@@ -8,9 +8,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from config.htmx import HtmxHttpRequest
-from config.keyset import CursorError
-from config.responses import invalid_parameter
+from common.htmx import HtmxHttpRequest
+from common.keyset import CursorError
+from common.responses import invalid_parameter
 from trajectories.benchmarks import canonical_benchmark
 from trajectories.selectors import pair_sides
 

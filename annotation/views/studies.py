@@ -11,8 +11,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.roles import ADJUDICATOR, has_role, is_admin
-from config.htmx import HtmxHttpRequest
-from config.responses import invalid_parameter
+from common.htmx import HtmxHttpRequest
+from common.responses import invalid_parameter
 from taxonomy.models import Codebook
 
 from ..access import lead_study

@@ -8,9 +8,10 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRefresh
 
-from config.htmx import HtmxHttpRequest
-from config.responses import invalid_parameter, reload_page
+from common.htmx import HtmxHttpRequest
+from common.responses import invalid_parameter
 from taxonomy.models import Code
 
 from ..access import lead_study
@@ -101,7 +102,7 @@ def suggestions_status(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     if latest is None:
         return invalid_parameter(request, f"'model': no model {raw} of this study")
     if latest.is_finished:
-        return reload_page()
+        return HttpResponseClientRefresh()  # htmx reloads the whole page
     return render(request, "annotation/suggestions.html#status", {"study": study, "latest": latest})
 
 

@@ -145,7 +145,7 @@ def test_mechanism_tags_are_the_studys_and_a_used_one_stays(coded_study, adjudic
     before = version(coded_study)
     tags = "split-work: the sub-agents split the work\nnone: no real advantage"
     response = client.post(url(coded_study), {**DEFAULTS, "mechanisms": tags}, headers={"HX-Request": "true"})
-    assert response.status_code == 204 and response["HX-Redirect"] == f"/annotate/studies/{coded_study.pk}/"
+    assert response.status_code == 200 and response["HX-Redirect"] == f"/annotate/studies/{coded_study.pk}/"
     assert version(coded_study) == before  # tags are not statistics
     page = client.get(f"/annotate/studies/{coded_study.pk}/advantage/").content.decode()
     assert "the sub-agents split the work" in page and "complementary work" not in page

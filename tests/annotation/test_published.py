@@ -8,7 +8,7 @@ from annotation.annotation_md import PublishedFormatError, parse_annotation_md
 from annotation.errors import AnnotationError
 from annotation.models import Annotation, FinalCoding
 from annotation.published_files import PublishedPair
-from annotation.services.published import published_import
+from annotation.services.published import PublishedImportError, published_import
 from annotation.services.studies import study_create
 from tests.conftest import REAL, simple_run, write_jsonl
 from trajectories.services import import_paths
@@ -87,10 +87,14 @@ def test_import_as_gold(dictdb_study):
 
 def test_unknown_labels_are_reported_and_kept(dictdb_study, trio):
     text = SAMPLE.read_text().replace("third_label: Final-Tree Overwrite", "third_label: Telepathic Merge")
-    result = load(dictdb_study, parse_annotation_md(text), annotator=trio[0])
+    result = load(dictdb_study, parse_annotation_md(text))  # as final labels
     assert result.unknown == ["Failure 1: Shared State and Merge Problems > Concurrent Writes > Telepathic Merge"]
-    annotation = Annotation.objects.get(assignment__annotator=trio[0])
-    assert "Telepathic Merge" in annotation.notes and not annotation.is_submitted
+    final = FinalCoding.objects.get(study=dictdb_study)
+    assert "Telepathic Merge" in final.note and not final.labels.exists() and not final.no_failure
+    # as a coding it would have nothing to submit: refused, and nothing stored
+    with pytest.raises(PublishedImportError, match=r"none of its labels \(Telepathic Merge\) is in the codebook"):
+        load(dictdb_study, parse_annotation_md(text), annotator=trio[0])
+    assert not Annotation.objects.filter(assignment__annotator=trio[0]).exists()
 
 
 def test_label_under_the_wrong_parent_is_reported(dictdb_study):

@@ -216,7 +216,7 @@ def test_the_progress_line_follows_a_training_and_reloads_the_page_when_it_ends(
     assert 'hx-trigger="every 2s"' in body
     SuggestionModel.objects.filter(pk=model.pk).update(status="failed", error="boom")
     finished = client.get(url, HTTP_HX_REQUEST="true")
-    assert finished.status_code == 204 and finished["HX-Refresh"] == "true"
+    assert finished.status_code == 200 and finished["HX-Refresh"] == "true"
     assert "failed: boom" in client.get(f"/annotate/studies/{labelled.pk}/suggestions/").content.decode()
     assert client.get(f"/annotate/studies/{labelled.pk}/suggestions/status/?model=x").status_code == 400
     assert client.get(f"/annotate/studies/{labelled.pk}/suggestions/status/?model=999999").status_code == 400

@@ -1,12 +1,15 @@
-"""Annotators see only the runs they code (and those runs' twins); adjudicators and admins see all."""
+"""Annotators see only the runs they code (and those runs' twins); adjudicators and admins see all. The
+annotation app decides it; without its rule, the trajectories app lets only adjudicators and admins in."""
 
 from __future__ import annotations
 
 import pytest
 from rest_framework.test import APIClient
 
+from annotation.access import RUN_ACCESS
 from annotation.models import Assignment
 from tests.conftest import client_for, simple_run, write_jsonl
+from trajectories import access
 from trajectories.models import AgentContext, Run
 from trajectories.services import import_paths
 
@@ -55,3 +58,29 @@ def test_user_without_role_or_work_sees_nothing(outsider, outside_run):
     client = client_for(outsider)
     assert client.get(f"/trajectories/runs/{outside_run.pk}/").status_code == 404
     assert "0 runs" in client.get("/trajectories/").content.decode()
+
+
+@pytest.fixture
+def trajectories_alone():
+    """The trajectories app as if no annotation app had given it its rule."""
+    access.rule_install(access.BROWSERS_ONLY)
+    yield
+    access.rule_install(RUN_ACCESS)
+
+
+def test_on_its_own_the_trajectories_app_lets_only_adjudicators_and_admins_see_runs_and_hits(
+    trajectories_alone, study, trio, adjudicator, admin_user, outsider
+):
+    coder = trio[0]
+    own = Assignment.objects.filter(study=study, annotator=coder).values_list("run_id", flat=True).first()
+    for user in (adjudicator, admin_user):
+        page = client_for(user).get(f"/trajectories/runs/{own}/")
+        assert page.status_code == 200 and "signatures-head" in page.content.decode()
+        assert f"/trajectories/runs/{own}/" in client_for(user).get("/trajectories/").content.decode()
+    for user in (coder, outsider):  # coding the run counts for nothing without the annotation app
+        client = client_for(user)
+        assert client.get(f"/trajectories/runs/{own}/").status_code == 404
+        assert "0 runs" in client.get("/trajectories/").content.decode()
+        api = APIClient()
+        api.force_authenticate(user)
+        assert api.get("/api/runs/").json()["count"] == 0

@@ -494,7 +494,6 @@ class _Links:
         return found
 
 
-
 def _first_prompt(path: Path) -> str:
     """The first user message of a sub-agent file: the prompt its Task/Agent call gave it (within
     its first 50 lines, each read within the line limit; "" if none)."""

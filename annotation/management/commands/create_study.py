@@ -4,9 +4,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.errors import AnnotationError
+from annotation.hint_policies import DEFAULT_HINT_POLICY, HINT_POLICIES
 from annotation.services.studies import study_create
 from taxonomy.models import Codebook
-from trajectories.access import DEFAULT_HINT_POLICY, HINT_POLICIES
 
 
 class Command(BaseCommand):

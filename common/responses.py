@@ -10,11 +10,3 @@ def invalid_parameter(request: HttpRequest, message: str) -> HttpResponse:
     """400 for a malformed query parameter (a page cursor, a filter): the styled page, naming the
     parameter and what it should be."""
     return render(request, "400.html", {"message": message}, status=400)
-
-
-def reload_page() -> HttpResponse:
-    """The answer to an htmx poll once what it waits for has landed (new statistics, a finished
-    training): no content, and htmx reloads the whole page."""
-    response = HttpResponse(status=204)
-    response["HX-Refresh"] = "true"
-    return response
