@@ -12,8 +12,6 @@ A manifest (CSV or JSON, docs/format.md) adds task/mode/outcome fields to native
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,8 +22,8 @@ from ..artifacts import artifact_kind, cell_files
 from ..evaluation import cell_tests, summary_counts
 from . import claude_code, codex, codex_exec, kimi, openhands, parallax_jsonl, swe_agent
 from .common import first_json_line, load_json_file, parse_timestamp
-from .parallax_jsonl import validate_outcomes
-from .records import CONCURRENT, SEQUENTIAL, FormatError, Parser, ParseWarning, RunSource
+from .manifest import apply_manifest
+from .records import MODE_NAMES, FormatError, Parser, ParseWarning, RunSource
 
 PARSERS: dict[str, type[Parser]] = {
     "parallax": parallax_jsonl.ParallaxJsonlParser,
@@ -48,7 +46,6 @@ FORMAT_NAMES = {
 }
 
 AGENT_NAMES = {"codex": "Codex", "claude": "Claude Code", "claude_code": "Claude Code", "kimi": "Kimi Code"}
-MODE_NAMES = {"parallel": CONCURRENT, "concurrent": CONCURRENT, "serial": SEQUENTIAL, "sequential": SEQUENTIAL}
 SHELL_TOOL_NAMES = {"exec_command", "shell", "local_shell", "Bash"}
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _JSONL = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
@@ -98,7 +95,7 @@ def discover(paths: Iterable[Path], *, fmt: str = "auto", manifest: Path | None 
     if loose:
         _group_native(loose, found, root=None, forced=forced)
     if manifest is not None:
-        apply_manifest(found, manifest)
+        found.warnings += apply_manifest(found.sources, manifest)
     return found
 
 
@@ -418,115 +415,3 @@ def _evaluation_outcomes(summary: Any) -> dict[str, Any]:
     if isinstance(summary.get("solution_passed"), bool):
         out["task_pass"] = summary["solution_passed"]
     return out
-
-
-# -- manifests ---------------------------------------------------------------------------
-
-MANIFEST_TEXT = ("benchmark", "task_id", "difficulty", "agent", "backbone_model", "mode", "prompt_sha256", "run_id")
-MANIFEST_INT = ("tests_passed", "tests_total", "shell_calls", "tokens")
-MANIFEST_FLOAT = ("test_pass", "duration_s")
-
-
-def read_manifest(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Rows of a manifest as (row number, typed fields). Errors name the row and column."""
-    display = path.name
-    if path.suffix.lower() == ".json":
-        data = load_json_file(path, display=display)
-        rows = data.get("runs") if isinstance(data, dict) else data
-        if not isinstance(rows, list):
-            raise FormatError('a JSON manifest is a list of objects (or {"runs": [...]})', file=display)
-        numbered = list(enumerate(rows, start=1))
-    else:
-        try:
-            with path.open(newline="", encoding="utf-8") as handle:
-                numbered = list(enumerate(csv.DictReader(handle), start=2))
-        except UnicodeDecodeError as exc:
-            raise FormatError("manifest is not UTF-8", file=display) from exc
-    typed = []
-    for row_no, row in numbered:
-        if not isinstance(row, dict):
-            raise FormatError("expected an object", file=display, line=row_no)
-        typed.append((row_no, _typed_manifest_row(row, display=display, row_no=row_no)))
-    return typed
-
-
-def _typed_manifest_row(row: dict, *, display: str, row_no: int) -> dict[str, Any]:
-    if not str(row.get("path") or "").strip():
-        raise FormatError("missing required column", file=display, line=row_no, field="path")
-    out: dict[str, Any] = {"path": str(row["path"]).strip()}
-    for key in MANIFEST_TEXT:
-        value = row.get(key)
-        if value not in (None, ""):
-            out[key] = str(value).strip()
-    if "mode" in out:
-        if out["mode"] not in MODE_NAMES:
-            raise FormatError(
-                f"mode must be concurrent or sequential, got {out['mode']!r}", file=display, line=row_no, field="mode"
-            )
-        out["mode"] = MODE_NAMES[out["mode"]]
-    outcomes: dict[str, Any] = {}
-    for key in MANIFEST_INT:
-        value = row.get(key)
-        if value in (None, ""):
-            continue
-        try:
-            outcomes[key] = int(value) if not isinstance(value, bool) else _bad(key, value, display, row_no)
-        except (TypeError, ValueError):
-            _bad(key, value, display, row_no)
-    for key in MANIFEST_FLOAT:
-        value = row.get(key)
-        if value in (None, ""):
-            continue
-        try:
-            outcomes[key] = float(value)
-        except (TypeError, ValueError):
-            _bad(key, value, display, row_no)
-    value = row.get("task_pass")
-    if value not in (None, ""):
-        truthy = {"true", "1", "yes", "pass", "passed"}
-        falsy = {"false", "0", "no", "fail", "failed"}
-        text = str(value).strip().lower()
-        if isinstance(value, bool):
-            outcomes["task_pass"] = value
-        elif text in truthy | falsy:
-            outcomes["task_pass"] = text in truthy
-        else:
-            _bad("task_pass", value, display, row_no)
-    out["outcomes"] = validate_outcomes(outcomes, name=display, line=row_no, prefix="manifest")
-    return out
-
-
-def _bad(key: str, value: Any, display: str, row_no: int) -> Any:
-    raise FormatError(f"cannot read {value!r} as {key}", file=display, line=row_no, field=key)
-
-
-def apply_manifest(found: Discovery, manifest: Path) -> None:
-    rows = read_manifest(manifest)
-    base = manifest.parent
-    used: set[int] = set()
-    for source in found.sources:
-        for row_no, row in rows:
-            if _manifest_matches(row["path"], source, base):
-                used.add(row_no)
-                merged = dict(source.header_defaults)
-                outcomes = dict(merged.get("outcomes") or {})
-                outcomes.update(row["outcomes"])
-                merged.update({k: v for k, v in row.items() if k not in ("path", "outcomes")})
-                merged["outcomes"] = outcomes
-                source.header_defaults = merged
-                break
-    for row_no, row in rows:
-        if row_no not in used:
-            found.warnings.append(
-                ParseWarning(f"manifest row matches no imported file: {row['path']!r}", file=manifest.name, line=row_no)
-            )
-
-
-def _manifest_matches(pattern: str, source: RunSource, base: Path) -> bool:
-    for file in source.files[:1] + source.files[1:]:
-        candidates = {file.name, source.name, source.display(file)}
-        with contextlib.suppress(ValueError):
-            candidates.add(str(file.resolve().relative_to(base.resolve())))
-        if pattern in candidates or any(Path(c).match(pattern) for c in candidates):
-            return True
-    return False

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 CONCURRENT = "concurrent"
 SEQUENTIAL = "sequential"
 MODES = (CONCURRENT, SEQUENTIAL)
+# How a manifest or a study cell may spell a mode.
+MODE_NAMES = {"parallel": CONCURRENT, "concurrent": CONCURRENT, "serial": SEQUENTIAL, "sequential": SEQUENTIAL}
 
 MAIN = "main"
 SUB = "sub"
