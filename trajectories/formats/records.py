@@ -128,6 +128,16 @@ class ParseWarning:
         return f"{where}: {self.message}" if where else self.message
 
 
+def display_name(path: Path, root: Path | None) -> str:
+    """A file as messages name it: relative to the folder given (`root`), else its bare name."""
+    if root is not None:
+        try:
+            return str(path.relative_to(root))
+        except ValueError:
+            pass
+    return path.name
+
+
 @dataclass(slots=True)
 class RunSource:
     """What one run is read from: its files, the format, and header defaults."""
