@@ -3,8 +3,10 @@
 Each cell folder is one run. `cell.json` (with the folder names as fallbacks) gives the run's task,
 agent, mode and outcomes; the agent's home under `agent/` holds its native logs, read by whichever
 format they are in (the runs found there are given to `cell_source`); `cell/` holds what the harness
-kept: the evaluation (each test's result, evaluation.py), `status.json` (when the agent ran), and the
-main thread's Codex exec stream `trajectory.jsonl`. Every file of the cell is kept with the run.
+kept: the evaluation (each test's result, evaluation.py), `status.json` (when the agent ran), and a log
+of the agent's main thread, `trajectory.jsonl`, which its format may read in place of the logs under
+`agent/` (`Format.cell_stream`: Codex's exec stream when the main rollout is missing). Every file of
+the cell is kept with the run.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from ..artifacts import artifact_kind, cell_files
 from ..evaluation import cell_tests, summary_counts
-from . import codex, codex_exec
+from . import registry
 from .common import first_json_line, load_json_file, parse_timestamp
 from .records import MODE_NAMES, FormatError, RunSource, display_name
 
@@ -87,24 +89,18 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
     outcomes.update(tests.outcomes())
     defaults["outcomes"] = outcomes
     stream = cell_dir / "cell" / "trajectory.jsonl"
-    if stream.is_file() and codex_exec.looks_like(first_json_line(stream)):
-        # The harness kept the main thread's exec stream: it stands in for a missing main rollout.
-        rollouts = [s for s in found if s.format == "codex"]
-        orphans = [s for s in rollouts if not any(m and not m.parent_id for m in map(codex.thread_meta, s.files))]
-        if not found or (orphans and len(orphans) == len(rollouts)):
-            where = display_name(cell_dir, root)
-            note = (
-                f"{where}: the main thread's rollout is not under agent/; its events read from cell/trajectory.jsonl"
-                if orphans
-                else f"{where}: no rollouts under agent/; read cell/trajectory.jsonl instead"
-            )
-            children = [path for s in orphans for path in s.files]
-            found = [RunSource(name="", format="codex_exec", files=[stream, *children], root=root, notes=[note])]
+    if stream.is_file():
+        # What the harness kept of the agent's log: its format says whether it stands in for what agent/ holds.
+        fmt = registry.sniff(first_json_line(stream))
+        if fmt is not None and fmt.cell_stream is not None:
+            found = fmt.cell_stream(stream, found, where=display_name(cell_dir, root), root=root)
     if not found:
         seen = "; ".join(e.describe() for e in problems[:3]) or "the folder is empty or missing"
+        streams = [fmt.description for fmt in registry.FORMATS if fmt.cell_stream is not None]
         raise FormatError(
-            "no agent log found: expected Codex rollouts, a Claude Code project transcript or a Kimi Code session "
-            f"under agent/, or Codex's cell/trajectory.jsonl ({seen})",
+            f"no agent log found: expected {registry.described()} under agent/"
+            + "".join(f", or {stream} in cell/trajectory.jsonl" for stream in streams)
+            + f" ({seen})",
             file=display,
         )
     # One cell is one run: take the largest session if the agent's home holds several.
