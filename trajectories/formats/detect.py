@@ -77,9 +77,9 @@ def group_files(files: list[Path], *, root: Path | None, forced: Format | None =
     claimed: dict[str, list[Path]] = {fmt.name: [] for fmt in registry.FORMATS}
     for file in files:
         try:
-            fmt = _claim(file, root=root, forced=forced)
-        except FormatError as exc:
-            found.errors.append(exc)
+            fmt = _claim(file, alone=root is None, forced=forced)
+        except FormatError as exc:  # this file fails, the rest go on
+            found.errors.append(FormatError(exc.message, file=display_name(file, root), line=exc.line))
             continue
         if fmt is not None:
             claimed[fmt.name].append(file)
@@ -90,26 +90,22 @@ def group_files(files: list[Path], *, root: Path | None, forced: Format | None =
     return found
 
 
-def _claim(file: Path, *, root: Path | None, forced: Format | None) -> Format | None:
+def _claim(file: Path, *, alone: bool, forced: Format | None) -> Format | None:
     """The format that reads `file`: the first that claims it by path, else, for a JSON-lines file,
     the first its first JSON line looks like. None for a file in a folder that is no log (cell
-    metadata, prompts, patches, manifests …); an error for a file that should be one and is not."""
-    shown = display_name(file, root)
+    metadata, prompts, patches, manifests …); an error for a file that should be one and is not (a
+    file given `alone` must be one)."""
     jsonl = file.name.endswith(JSONL_SUFFIXES)
     fmt = registry.claiming(file)
     first = None
     if fmt is None and jsonl:
-        try:
-            first = first_json_line(file)
-        except FormatError as exc:  # over a limit (a bomb, a giant line): this file fails, the rest go on
-            raise FormatError(exc.message, file=shown, line=exc.line) from exc
+        first = first_json_line(file)  # raises over a limit (a bomb, a giant line)
         fmt = registry.sniff(first)
     if forced is not None:
         if fmt is not None and fmt.name != forced.name:
             raise FormatError(
                 f"this looks like {fmt.description}, not {forced.description}: import it with the format "
-                f"'{fmt.name}' or 'auto'",
-                file=shown,
+                f"'{fmt.name}' or 'auto'"
             )
         if fmt is None and file.name.endswith(forced.suffixes):
             return forced
@@ -117,14 +113,13 @@ def _claim(file: Path, *, root: Path | None, forced: Format | None) -> Format | 
         return fmt
     if jsonl:
         if first is None and file.stat().st_size > 0:
-            raise FormatError("first line is not JSON; not a trajectory we can read", file=shown, line=1)
+            raise FormatError("first line is not JSON; not a trajectory we can read", line=1)
         raise FormatError(
             f"format not recognised: not {registry.described()} (if it is one of these, choose its format explicitly)",
-            file=shown,
             line=1,
         )
-    if root is None:  # a file given on its own must be a run
+    if alone:
         raise FormatError(
-            f"not a trajectory: expected {registry.files_described()}; or a .zip / .tar.gz bundle of them", file=shown
+            f"not a trajectory: expected {registry.files_described()}; or a .zip / .tar.gz bundle of them"
         )
     return None
