@@ -15,8 +15,9 @@ import django  # noqa: E402
 
 django.setup()
 
-from trajectories.formats.detect import discover, parser_for  # noqa: E402
+from trajectories.formats.detect import discover  # noqa: E402
 from trajectories.formats.records import ContextRecord, EventRecord, RunHeader  # noqa: E402
+from trajectories.formats.registry import parser_for  # noqa: E402
 from trajectories.models import AgentContext, AgentSystem, Benchmark, Event, Run, Task  # noqa: E402
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-from trajectories.formats.detect import discover, parser_for  # noqa: E402
+from trajectories.formats.detect import discover  # noqa: E402
 from trajectories.formats.records import EventRecord  # noqa: E402
+from trajectories.formats.registry import parser_for  # noqa: E402
 
 
 def main(folder: str) -> None:

@@ -16,7 +16,7 @@ from accounts.roles import is_admin
 
 from . import selectors, services, tasks
 from .access import visible_runs
-from .formats.detect import FORMAT_CHOICES
+from .formats import registry
 from .formats.records import FormatError
 from .models import AgentContext, Event, ImportBatch, Run
 
@@ -135,7 +135,7 @@ class ImportBatchSerializer(serializers.ModelSerializer):
 
 class ImportUploadSerializer(serializers.Serializer):
     file = serializers.FileField()
-    format = serializers.ChoiceField(choices=FORMAT_CHOICES, default="auto")
+    format = serializers.ChoiceField(choices=registry.choices(), default="auto")
 
 
 _RUN_FILTER_PARAMS = [OpenApiParameter(name, str, required=False) for name in (*selectors.RUN_FILTERS, "q")]

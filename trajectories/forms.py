@@ -3,17 +3,16 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from .formats.detect import FORMAT_CHOICES
+from .formats import registry
 from .services import UPLOAD_SUFFIXES as ACCEPTED
 
 
 class UploadForm(forms.Form):
     file = forms.FileField(
-        help_text="A Parallax JSONL file (.jsonl/.jsonl.gz), a native log (Claude Code, Codex, Kimi Code .jsonl; "
-        "SWE-agent .traj; OpenHands .json), or a .zip/.tar.gz bundle (the study's corpus tree, agent home folders, "
-        "a manifest)."
+        help_text=f"{registry.files_described()}; or a .zip/.tar.gz bundle (the study's corpus tree, agent home "
+        "folders, a manifest)."
     )
-    format = forms.ChoiceField(choices=[(f, f) for f in FORMAT_CHOICES], initial="auto")
+    format = forms.ChoiceField(choices=[(f, f) for f in registry.choices()], initial="auto")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -31,8 +31,10 @@ from activity.services import record
 
 from . import archives, signals, signatures
 from .evaluation import F2P, P2P, CellTests
-from .formats.detect import FORMAT_CHOICES, discover, parser_for
+from .formats import registry
+from .formats.detect import discover, nothing_found
 from .formats.records import FormatError, RunSource
+from .formats.registry import parser_for
 from .models import AgentContext, Event, ImportBatch, Run, RunFile, SignatureHit, TestOutcome
 from .signals import signatures_replaced
 from .validate import SOURCE_NAME_MAX
@@ -295,11 +297,7 @@ def import_paths(
                     on_result(result, done, total)
         if not sources and not report.results:  # never "0 imported, 0 failed" for an input
             names = ", ".join(path.name for path in paths)
-            message = (
-                f"{names}: no trajectories found (looked for Parallax JSONL, Claude Code, Codex and Kimi Code "
-                "logs, SWE-agent .traj and OpenHands .json files, and the study's "
-                "<benchmark>/<task>/<agent>/<mode>/cell.json tree)"
-            )
+            message = f"{names}: {nothing_found()}"
             report.results.append(RunResult(names, "failed", message=message, warnings=batch_warnings))
     return report
 
@@ -312,14 +310,12 @@ def _limits() -> archives.ArchiveLimits:
     )
 
 
-UPLOAD_SUFFIXES = (
-    ".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz", ".traj", ".traj.gz", ".zip", ".tar", ".tar.gz", ".tgz",
-)  # fmt: skip
+UPLOAD_SUFFIXES = (*registry.suffixes(), *archives.ARCHIVE_SUFFIXES)
 
 
 def import_batch_create(*, upload, user, fmt: str = "auto") -> ImportBatch:
     """Store an uploaded bundle and create its batch; the caller enqueues the import."""
-    if fmt not in FORMAT_CHOICES:
+    if fmt not in registry.choices():
         raise FormatError(f"unknown format {fmt!r}")
     if not upload.name.lower().endswith(UPLOAD_SUFFIXES):
         raise FormatError(f"expected one of {', '.join(UPLOAD_SUFFIXES)}", file=upload.name)

@@ -31,6 +31,7 @@ from .common import (
     files_from_args,
     first_json_line,
     iter_json_lines,
+    load_json_file,
     open_binary,
     parse_timestamp,
     read_line,
@@ -42,11 +43,13 @@ from .records import (
     ContextRecord,
     DerivedOutcomes,
     EventRecord,
+    Format,
     FormatError,
     Parser,
     ParseWarning,
     Record,
     RunSource,
+    display_name,
     header_from_defaults,
 )
 
@@ -57,15 +60,81 @@ WRITE_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 SHELL_TOOLS = {"Bash", "BashOutput"}
 SKIP_TYPES = {"summary", "file-history-snapshot", "queue-operation"}
 MAIN_ID = "main"
+# A session's files beside its transcript, by the start of their names: a sub-agent's transcript
+# (`agent-<id>.jsonl`), a workflow's state (`wf_<id>.json`) and its journal (`journal.jsonl`).
+AGENT, WORKFLOW, JOURNAL = "agent-", "wf_", "journal"
+SIDE_FILES = (AGENT, WORKFLOW, JOURNAL)
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def looks_like(first_line: Any) -> bool:
-    """The first line past leading metadata (common.first_json_line): a message of a session."""
-    return (
-        isinstance(first_line, dict)
-        and "sessionId" in first_line
-        and ("isSidechain" in first_line or first_line.get("type") in ("user", "assistant", "system", *SKIP_TYPES))
+    """The first line past leading metadata (common.first_json_line): a message of a session, or a
+    workflow journal's `started` line (which agent a slot started)."""
+    if not isinstance(first_line, dict):
+        return False
+    if first_line.get("type") == "started" and "agentId" in first_line:
+        return True
+    return "sessionId" in first_line and (
+        "isSidechain" in first_line or first_line.get("type") in ("user", "assistant", "system", *SKIP_TYPES)
     )
+
+
+def is_workflow_state(path: Path) -> bool:
+    return path.name.startswith(WORKFLOW) and path.name.endswith(".json")
+
+
+def group(files: list[Path], root: Path | None) -> tuple[list[RunSource], list[FormatError]]:
+    """A run per session: its transcript first, then its sub-agents' transcripts and its workflows'
+    states and journals. A file beside no transcript of its session joins the folder's one session
+    unless a session folder above it names another; a session whose transcript is missing is read
+    under an empty main agent, and says so."""
+    firsts = {file: first_json_line(file) if file.suffix != ".json" else None for file in files}
+    sessions: dict[str, list[Path]] = {}
+    side_files = []
+    for file in files:
+        first = firsts[file]
+        if file.name.startswith(SIDE_FILES) or (isinstance(first, dict) and first.get("agentId")):
+            side_files.append(file)
+        else:
+            sessions.setdefault(session_id(file, first), []).insert(0, file)
+    for file in side_files:
+        session = session_id(file, firsts[file])
+        if session not in sessions and len(sessions) == 1 and not _UUID.match(session or ""):
+            session = next(iter(sessions))
+        sessions.setdefault(session, []).append(file)
+    runs = []
+    for session, session_files in sessions.items():
+        main = next((p for p in session_files if not p.name.startswith(SIDE_FILES)), None)
+        notes = []
+        if main is None:
+            notes.append(
+                f"Claude Code session {session}: main transcript not in the bundle; "
+                "sub-agent files imported under an empty main agent"
+            )
+            main = session_files[0]
+        ordered = [main] + [p for p in session_files if p is not main]
+        runs.append(RunSource(name=display_name(main, root), format=FORMAT.name, files=ordered, root=root, notes=notes))
+    return runs, []
+
+
+def session_id(path: Path, first: Any) -> str:
+    """The session a Claude Code file belongs to: its `sessionId`, else a UUID folder above it."""
+    if path.name.startswith(SIDE_FILES):
+        for parent in path.parents:
+            if _UUID.match(parent.name):
+                return parent.name
+    if is_workflow_state(path):
+        try:
+            state = load_json_file(path)
+        except FormatError:
+            state = None
+        script = state.get("scriptPath") if isinstance(state, dict) else None
+        for part in Path(str(script or "")).parts:
+            if _UUID.match(part):
+                return part
+    if isinstance(first, dict) and isinstance(first.get("sessionId"), str):
+        return first["sessionId"]
+    return path.stem
 
 
 class _Totals:
@@ -88,11 +157,9 @@ class _Totals:
 
 
 class ClaudeCodeParser(Parser):
-    format_name = "claude_code"
-
     def parse(self, source: RunSource) -> Iterator[Record]:
         first = source.files[0]
-        has_main = not first.name.startswith(("agent-", "wf_", "journal"))
+        has_main = not first.name.startswith(SIDE_FILES)
         main_file = first if has_main else None
         extra = source.files[1:] if has_main else source.files
         header = header_from_defaults(source, fallback_task=first.stem.split("__")[0], agent="Claude Code")
@@ -105,9 +172,9 @@ class ClaudeCodeParser(Parser):
             label="main agent" if has_main else "main agent (transcript not in bundle)",
             file=source.relative(main_file) if main_file is not None else "",
         )
-        agent_files = sorted(p for p in extra if p.name.startswith("agent-") and ".jsonl" in p.name)
-        workflow_files = sorted(p for p in extra if p.name.startswith("wf_") and p.name.endswith(".json"))
-        journals = sorted(p for p in extra if p.name.startswith("journal") and ".jsonl" in p.name)
+        agent_files = sorted(p for p in extra if p.name.startswith(AGENT) and ".jsonl" in p.name)
+        workflow_files = sorted(p for p in extra if is_workflow_state(p))
+        journals = sorted(p for p in extra if p.name.startswith(JOURNAL) and ".jsonl" in p.name)
         agent_paths = {_agent_id(path): path for path in agent_files}
         links = _Links()
         # A workflow's agents first, slot by slot and attempt by attempt: the timeline's order.
@@ -408,7 +475,7 @@ def _agent_id(path: Path) -> str:
     first = first_json_line(path)
     if isinstance(first, dict) and isinstance(first.get("agentId"), str) and first["agentId"]:
         return first["agentId"]
-    return path.name.removeprefix("agent-").split(".")[0].split("__")[0]
+    return path.name.removeprefix(AGENT).split(".")[0].split("__")[0]
 
 
 class _Links:
@@ -512,3 +579,13 @@ def _first_prompt(path: Path) -> str:
     except (OSError, EOFError, FormatError):
         return ""
     return ""
+
+
+FORMAT = Format(
+    name="claude_code",
+    description="a Claude Code session",
+    parser=ClaudeCodeParser,
+    looks_like=looks_like,
+    claims=is_workflow_state,
+    group=group,
+)

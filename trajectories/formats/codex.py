@@ -30,11 +30,13 @@ from .records import (
     ContextRecord,
     DerivedOutcomes,
     EventRecord,
+    Format,
     FormatError,
     Parser,
     ParseWarning,
     Record,
     RunSource,
+    display_name,
     header_from_defaults,
 )
 
@@ -110,9 +112,17 @@ def group_rollouts(paths: list[Path]) -> list[list[ThreadMeta]]:
     return [sorted(g, key=lambda m: (m.thread_id != root, str(m.path))) for root, g in groups.items()]
 
 
-class CodexParser(Parser):
-    format_name = "codex"
+def group(files: list[Path], root: Path | None) -> tuple[list[RunSource], list[FormatError]]:
+    """A run per root thread, with every descendant rollout (group_rollouts); a file that is no
+    rollout is passed over."""
+    runs = []
+    for threads in group_rollouts(files):
+        paths = [m.path for m in threads]
+        runs.append(RunSource(name=display_name(paths[0], root), format=FORMAT.name, files=paths, root=root))
+    return runs, []
 
+
+class CodexParser(Parser):
     def parse(self, source: RunSource) -> Iterator[Record]:
         metas = [m for m in (thread_meta(p) for p in source.files) if m is not None]
         warnings: list[ParseWarning] = []
@@ -349,3 +359,6 @@ def _maybe_json(value: Any) -> Any:
         except orjson.JSONDecodeError:
             return value
     return value
+
+
+FORMAT = Format(name="codex", description="a Codex rollout", parser=CodexParser, looks_like=looks_like, group=group)

@@ -18,6 +18,7 @@ times the main agent (its events stay untimed).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from . import codex
@@ -28,6 +29,7 @@ from .records import (
     ContextRecord,
     DerivedOutcomes,
     EventRecord,
+    Format,
     FormatError,
     Parser,
     ParseWarning,
@@ -44,8 +46,6 @@ def looks_like(first_line: Any) -> bool:
 
 
 class CodexExecParser(Parser):
-    format_name = "codex_exec"
-
     def parse(self, source: RunSource) -> Iterator[Record]:
         path = source.files[0]
         name = source.name
@@ -177,3 +177,29 @@ class CodexExecParser(Parser):
 
 def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def cell_stream(stream: Path, found: list[RunSource], *, where: str, root: Path | None) -> list[RunSource]:
+    """A study cell's `cell/trajectory.jsonl` stands in for the main thread's rollout when that is not
+    under the cell's `agent/`: read with the sub-agents' rollouts that are there. `found`: the runs
+    found under `agent/`, returned as they are when a main rollout is among them."""
+    rollouts = [s for s in found if s.format == codex.FORMAT.name]
+    orphans = [s for s in rollouts if not any(m and not m.parent_id for m in map(codex.thread_meta, s.files))]
+    if found and not (orphans and len(orphans) == len(rollouts)):
+        return found
+    note = (
+        f"{where}: the main thread's rollout is not under agent/; its events read from cell/trajectory.jsonl"
+        if orphans
+        else f"{where}: no rollouts under agent/; read cell/trajectory.jsonl instead"
+    )
+    children = [path for s in orphans for path in s.files]
+    return [RunSource(name="", format=FORMAT.name, files=[stream, *children], root=root, notes=[note])]
+
+
+FORMAT = Format(
+    name="codex_exec",
+    description="a Codex exec --json stream",
+    parser=CodexExecParser,
+    looks_like=looks_like,
+    cell_stream=cell_stream,
+)

@@ -24,18 +24,28 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .common import clip_text, files_from_args, iter_json_lines, load_json_file, parse_timestamp, to_text
+from .common import (
+    clip_text,
+    files_from_args,
+    first_json_line,
+    iter_json_lines,
+    load_json_file,
+    parse_timestamp,
+    to_text,
+)
 from .records import (
     MAIN,
     SUB,
     ContextRecord,
     DerivedOutcomes,
     EventRecord,
+    Format,
     FormatError,
     Parser,
     ParseWarning,
     Record,
     RunSource,
+    display_name,
     header_from_defaults,
 )
 
@@ -46,10 +56,17 @@ MAIN_ID = "main"
 
 
 def looks_like(first_line: Any) -> bool:
+    """A server event journal, or the sessions' index (`session_index.jsonl`, passed over by `group`)."""
     return isinstance(first_line, dict) and (
         first_line.get("kind") == "journal_header"
         or (first_line.get("kind") == "event" and isinstance(first_line.get("envelope"), dict))
+        or is_session_index(first_line)
     )
+
+
+def claims(path: Path) -> bool:
+    """An agent's wire file, or a session's state.json."""
+    return wire_session_id(path) is not None or (path.name == "state.json" and state_session_id(path) is not None)
 
 
 def session_id_of(events_path: Path) -> str:
@@ -80,9 +97,48 @@ def is_session_index(first_line: Any) -> bool:
     return isinstance(first_line, dict) and "sessionDir" in first_line and "sessionId" in first_line
 
 
-class KimiParser(Parser):
-    format_name = "kimi"
+def group(files: list[Path], root: Path | None) -> tuple[list[RunSource], list[FormatError]]:
+    """A run per session: its server event journal with its state.json and its agents' wire files, or
+    its wire files alone. A state.json with neither is an error; the sessions' index is passed over
+    (the state.json files say the same)."""
+    journals: list[Path] = []
+    states: dict[str, Path] = {}
+    wires: dict[str, list[Path]] = {}
+    for file in files:
+        wire_session = wire_session_id(file)
+        if wire_session is not None:
+            wires.setdefault(wire_session, []).append(file)
+        elif file.name == "state.json":
+            session = state_session_id(file)
+            if session:
+                states[session] = file
+        elif not is_session_index(first_json_line(file)):
+            journals.append(file)
+    runs = []
+    for journal in journals:
+        session = session_id_of(journal)
+        files_for_run = [journal]
+        if session in states:
+            files_for_run.append(states.pop(session))
+        files_for_run += sorted(wires.pop(session, []))  # the agents' own words, beside the journal
+        runs.append(RunSource(name=display_name(journal, root), format=FORMAT.name, files=files_for_run, root=root))
+    for session, session_wires in wires.items():
+        files_for_run = sorted(session_wires) + ([states.pop(session)] if session in states else [])
+        name = display_name(session_wires[0].parent.parent.parent, root)
+        runs.append(RunSource(name=name, format=FORMAT.name, files=files_for_run, root=root))
+    errors = [
+        FormatError(
+            f"Kimi Code session {session}: its state.json is here but not its server event journal "
+            f"(server/events/{session}.jsonl) nor its agents' wire files (agents/<agent>/wire.jsonl), "
+            "which hold the events: nothing to import",
+            file=display_name(state, root),
+        )
+        for session, state in states.items()
+    ]
+    return runs, errors
 
+
+class KimiParser(Parser):
     def parse(self, source: RunSource) -> Iterator[Record]:
         events_path = next((p for p in source.files if p.name not in ("state.json", "wire.jsonl")), None)
         state_path = next((p for p in source.files if p.name == "state.json"), None)
@@ -394,3 +450,13 @@ def _wire_event(
             line=lineno,
         )  # fmt: skip
     return None
+
+
+FORMAT = Format(
+    name="kimi",
+    description="a Kimi Code session",
+    parser=KimiParser,
+    looks_like=looks_like,
+    claims=claims,
+    group=group,
+)

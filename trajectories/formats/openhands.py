@@ -19,6 +19,7 @@ from .records import (
     ContextRecord,
     DerivedOutcomes,
     EventRecord,
+    Format,
     FormatError,
     Parser,
     Record,
@@ -30,16 +31,18 @@ WRITE_ACTIONS = {"edit", "write"}
 SHELL_ACTIONS = {"run"}
 
 
-def looks_like(path: Path) -> bool:
-    if not path.name.endswith((".json", ".json.gz")):
+SUFFIXES = (".json", ".json.gz")
+
+
+def claims(path: Path) -> bool:
+    """A `.json` file holding a list of events."""
+    if not path.name.endswith(SUFFIXES):
         return False
     head = read_head(path, 4096).lstrip()
     return head.startswith(b"[") and b'"source"' in head and (b'"action"' in head or b'"observation"' in head)
 
 
 class OpenHandsParser(Parser):
-    format_name = "openhands"
-
     def parse(self, source: RunSource) -> Iterator[Record]:
         path = source.files[0]
         name = source.name
@@ -97,3 +100,8 @@ class OpenHandsParser(Parser):
         except ijson.JSONError as exc:
             raise FormatError(f"not valid JSON ({exc})", file=name) from exc
         yield DerivedOutcomes(shell_calls=shell_calls)
+
+
+FORMAT = Format(
+    name="openhands", description="an OpenHands event list", parser=OpenHandsParser, suffixes=SUFFIXES, claims=claims
+)

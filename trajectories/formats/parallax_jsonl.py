@@ -17,6 +17,7 @@ from .records import (
     SUB,
     ContextRecord,
     EventRecord,
+    Format,
     FormatError,
     Parser,
     Record,
@@ -45,8 +46,6 @@ def looks_like(first_line: Any) -> bool:
 
 
 class ParallaxJsonlParser(Parser):
-    format_name = "parallax"
-
     def parse(self, source: RunSource) -> Iterator[Record]:
         path = source.files[0]
         name = source.name
@@ -293,3 +292,6 @@ def _parse_event_checked(obj: dict, *, name: str, line: int) -> EventRecord:
         target=_optional(obj, "target", str, name=name, line=line, default=""),
         line=line,
     )
+
+
+FORMAT = Format(name="parallax", description="Parallax JSONL", parser=ParallaxJsonlParser, looks_like=looks_like)

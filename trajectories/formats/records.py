@@ -1,19 +1,21 @@
-"""Plain records every format parser yields; nothing here touches the ORM.
+"""Plain records every format parser yields, and what a format module exports; nothing here touches the ORM.
 
 A parser turns one *run source* (a file, or a group of files for native logs) into a
 stream: one `RunHeader` first, then `ContextRecord` and `EventRecord` items in any
 interleaving (an event's context must have been announced earlier). A context may be
 announced again later with more information (e.g. its end time); the importer merges.
+A format module exports `FORMAT` (`Format`): its parser, the files it claims and how it
+groups them into run sources (formats/registry.py lists the formats).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..evaluation import CellTests
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
 CONCURRENT = "concurrent"
 SEQUENTIAL = "sequential"
 MODES = (CONCURRENT, SEQUENTIAL)
+# How a manifest or a study cell may spell a mode.
+MODE_NAMES = {"parallel": CONCURRENT, "concurrent": CONCURRENT, "serial": SEQUENTIAL, "sequential": SEQUENTIAL}
 
 MAIN = "main"
 SUB = "sub"
@@ -126,6 +130,16 @@ class ParseWarning:
         return f"{where}: {self.message}" if where else self.message
 
 
+def display_name(path: Path, root: Path | None) -> str:
+    """A file as messages name it: relative to the folder given (`root`), else its bare name."""
+    if root is not None:
+        try:
+            return str(path.relative_to(root))
+        except ValueError:
+            pass
+    return path.name
+
+
 @dataclass(slots=True)
 class RunSource:
     """What one run is read from: its files, the format, and header defaults."""
@@ -166,9 +180,7 @@ class RunSource:
 
 
 class Parser:
-    """Interface: `parse(source)` yields records; `format_name` names it."""
-
-    format_name = ""
+    """Interface: `parse(source)` yields records."""
 
     def parse(self, source: RunSource) -> Iterator[Record]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -210,3 +222,41 @@ def header_from_defaults(source: RunSource, *, fallback_task: str, agent: str) -
 
 
 Record = RunHeader | ContextRecord | EventRecord | ParseWarning | DerivedOutcomes
+
+
+# Files read line by line (JSON lines, possibly gzipped): their first JSON line tells their format.
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
+
+Grouped = tuple[list[RunSource], list[FormatError]]  # the runs of a format's files, and the files that make none
+
+
+def _no(_: Any) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Format:
+    """What a format module exports as `FORMAT`: all that finding runs (formats/detect.py) asks of it.
+
+    A file is claimed by the first format (in formats/registry.py's order) that `claims` it by its
+    path or first bytes, else, for a JSON-lines file, by the first whose `looks_like` accepts its first
+    JSON line. Each format then groups the files it claimed into runs: `group`, or one run per file.
+    """
+
+    name: str  # the `--format` value, stored as the run's source format
+    description: str  # what a file of it is, in messages: "a Claude Code session"
+    parser: type[Parser]
+    suffixes: tuple[str, ...] = JSONL_SUFFIXES  # the file names it is read from (uploads, a forced format)
+    looks_like: Callable[[Any], bool] = _no  # the first JSON line of a JSON-lines file is one of its
+    claims: Callable[[Path], bool] = _no  # a file of its by path or first bytes, whatever else it looks like
+    group: Callable[[list[Path], Path | None], Grouped] | None = None  # its files (in walk order) into runs
+    # A study cell's `cell/trajectory.jsonl` in this format, given the runs found under the cell's
+    # `agent/`: the runs the cell is read from (formats/cell.py), e.g. the stream standing in for a
+    # missing main log. Called as cell_stream(stream, runs, where=the cell's name, root=root).
+    cell_stream: Callable[..., list[RunSource]] | None = None
+
+    def runs(self, files: list[Path], *, root: Path | None) -> Grouped:
+        """The runs of the files this format claimed (named relative to `root`)."""
+        if self.group is not None:
+            return self.group(files, root)
+        return [RunSource(name=display_name(f, root), format=self.name, files=[f], root=root) for f in files], []

@@ -22,6 +22,7 @@ from .records import (
     ContextRecord,
     DerivedOutcomes,
     EventRecord,
+    Format,
     FormatError,
     Parser,
     ParseWarning,
@@ -33,16 +34,18 @@ from .records import (
 EDIT_COMMANDS = ("edit", "create", "append", "insert", "str_replace", "write")
 
 
-def looks_like(path: Path) -> bool:
-    if not path.name.endswith((".traj", ".traj.gz")):
+SUFFIXES = (".traj", ".traj.gz")
+
+
+def claims(path: Path) -> bool:
+    """A `.traj` file holding a JSON object."""
+    if not path.name.endswith(SUFFIXES):
         return False
     head = read_head(path, 2048)
     return head.lstrip().startswith(b"{")
 
 
 class SweAgentParser(Parser):
-    format_name = "swe_agent"
-
     def parse(self, source: RunSource) -> Iterator[Record]:
         path = source.files[0]
         name = source.name
@@ -142,3 +145,8 @@ def _step_events(step: dict, index: int) -> Iterator[EventRecord]:
     observation = step.get("observation")
     if isinstance(observation, str) and observation:
         yield EventRecord(context="main", seq=0, kind="tool_result", text=clip_text(observation))
+
+
+FORMAT = Format(
+    name="swe_agent", description="a SWE-agent trajectory", parser=SweAgentParser, suffixes=SUFFIXES, claims=claims
+)

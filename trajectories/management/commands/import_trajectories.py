@@ -5,19 +5,19 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from activity.services import record
-from trajectories.formats.detect import FORMAT_CHOICES
+from trajectories.formats import registry
 from trajectories.services import import_paths
 
 
 class Command(BaseCommand):
     help = (
-        "Import trajectories: Parallax JSONL files, native Claude Code / Codex / Kimi logs, the study's "
-        "corpus tree, or .zip/.tar.gz bundles of any of these. Each run imports in one transaction."
+        f"Import trajectories ({registry.described()}), the study's corpus tree, or .zip/.tar.gz bundles of any "
+        "of these. Each run imports in one transaction."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path)
-        parser.add_argument("--format", default="auto", choices=FORMAT_CHOICES)
+        parser.add_argument("--format", default="auto", choices=registry.choices())
         parser.add_argument("--manifest", type=Path, help="CSV/JSON sidecar with task, mode and outcomes.")
         parser.add_argument("--quiet-ok", action="store_true", help="Only print failures and the summary.")
         parser.add_argument(
