@@ -77,7 +77,7 @@ def _lane_name(context: AgentContext) -> str:
     """What a lane is called beside its bar: a workflow agent by its slot and attempt (its whole
     label, workflow / phase / slot, is the lane's title), any other agent by its label."""
     if context.slot:
-        return f"{context.slot} · {context.attempt} of {context.attempts}" if context.retried else context.slot
+        return f"{context.slot} {context.attempt}/{context.attempts}" if context.retried else context.slot
     return context.label or context.external_id
 
 

@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import ARTIFACT
 from trajectories.artifacts import AnchorError
 from trajectories.models import AgentContext, Event, Run, RunFile
-from trajectories.selectors import resolve_anchor
+from trajectories.selectors import events_at_line, resolve_anchor
 from trajectories.services import import_paths
 
 pytestmark = pytest.mark.django_db
@@ -351,6 +351,13 @@ def test_a_codex_cell_whose_main_rollout_is_missing_reads_the_exec_stream(tmp_pa
     span = (max(main.ended_at, child.ended_at) - start).total_seconds()
     assert run.first_spawn_pos == pytest.approx((child.started_at - start).total_seconds() / span, abs=1e-9)
     assert any("its events read from cell/trajectory.jsonl" in w for w in run.warnings)
+    # the main agent's events cite the stream's lines, and those anchors open them ("cite" writes them)
+    assert main.source_file == "cell/trajectory.jsonl"
+    event = Event.objects.filter(context=main, kind="message").order_by("seq").first()
+    resolved = resolve_anchor(
+        run=run, text=f"parallel/cell/trajectory.jsonl:{event.source_line}", default_mode="concurrent"
+    )
+    assert event in events_at_line(file=resolved.file, start=event.source_line, end=event.source_line)
 
 
 def test_a_codex_exec_stream_run_is_timed_by_the_harness(tmp_path):
@@ -402,7 +409,7 @@ def test_a_workflow_state_line_opens_indented_and_the_timeline_names_slots(runs,
     timeline = browser_client.get(f"/trajectories/runs/{run.pk}/timeline/").content.decode()
     reading = claude_reading(TASK / "claude" / "parallel")
     names = [
-        f"{slot} · {number} of {total}" if total > 1 else slot
+        f"{slot} {number}/{total}" if total > 1 else slot
         for slot, number, total in (reading["slots"][agent][1:] for agent in reading["order"])
     ]
     drawn = [part.split("</div>")[0].split("</span> ")[1] for part in timeline.split('class="lane-label')[2:]]

@@ -71,7 +71,14 @@ class CodexExecParser(Parser):
             raise FormatError("empty stream: no thread.started line", file=name)
         header = header_from_defaults(source, fallback_task=main_id, agent="Codex")
         yield header
-        yield ContextRecord(id=main_id, role=MAIN, label="main agent", started_at=clock[0], ended_at=clock[1])
+        yield ContextRecord(
+            id=main_id,
+            role=MAIN,
+            label="main agent",
+            started_at=clock[0],
+            ended_at=clock[1],
+            file=source.relative(path),
+        )
         seq = -1
         subagents: set[str] = set()
         completed: set[str] = set()
