@@ -110,7 +110,7 @@ def run_import(
             with transaction.atomic():
                 store_run(run=run, source=source, records=parser_for(source.format).parse(source), lookups=lookups)
                 store_files(run=run, source=source, log_lines=lines, limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
-                run_tests_store(run=run, tests=source.tests)
+                run_tests_store(run=run, tests=source.read_tests() if source.read_tests else None)
         except BaseException:
             lookups.forget()  # the rows the run created are rolled back with it
             raise
@@ -191,7 +191,7 @@ def run_reread(*, source: RunSource, run_id: int, digest: str, lines: dict, look
                 setattr(run, name, Run._meta.get_field(name).get_default())
             store_run(run=run, source=source, records=parser_for(source.format).parse(source), lookups=lookups)
             store_files(run=run, source=source, log_lines=lines, limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
-            run_tests_store(run=run, tests=source.tests)
+            run_tests_store(run=run, tests=source.read_tests() if source.read_tests else None)
             signals.runs_replaced.send(sender=Run, run_ids=[run.pk])
     except FormatError as exc:
         lookups.forget()

@@ -11,6 +11,7 @@ the cell is kept with the run.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -83,9 +84,9 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
     # Per-test results and the counts they give: cell.json's quality, else SWE-bench's report, else the
     # official test output, else the summary (evaluation.py; docs/format.md).
     evaluation = [path for path in files if artifact_kind(path.relative_to(cell_dir).as_posix())]
-    tests = cell_tests(
-        cell_dir, evaluation, quality=(passed, total) if stated else None, task_pass=outcomes.get("task_pass")
-    )
+    quality = (passed, total) if stated else None
+    read_tests = partial(cell_tests, cell_dir, evaluation, quality=quality, task_pass=outcomes.get("task_pass"))
+    tests = read_tests()
     outcomes.update(tests.outcomes())
     defaults["outcomes"] = outcomes
     stream = cell_dir / "cell" / "trajectory.jsonl"
@@ -110,7 +111,9 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
     best.base = cell_dir
     best.artifacts = [path for path in files if path not in best.files]
     best.clock = _agent_clock(cell_dir, best, root=root)
-    best.tests = tests
+    # Every test of every cell held until the import ends would grow with the corpus: its counts and
+    # warnings are kept now, and the tests themselves read again when the run is stored.
+    best.read_tests = read_tests
     best.notes += tests.warnings
     return best
 

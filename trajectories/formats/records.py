@@ -155,7 +155,8 @@ class RunSource:
     # When the harness ran the agent (a study cell's status.json): times the main agent of a log
     # that carries none of its own (Codex's exec stream).
     clock: tuple[datetime | None, datetime | None] | None = None
-    tests: CellTests | None = None  # a cell's per-test results, read from its evaluation (evaluation.py)
+    # Reads a cell's per-test results from its evaluation (evaluation.py) when the run is stored.
+    read_tests: Callable[[], CellTests] | None = None
 
     def display(self, path: Path) -> str:
         if self.root is not None:
