@@ -276,7 +276,9 @@ class RunFile(models.Model):
     kind = models.CharField(max_length=12, choices=Kind.choices)
     size = models.PositiveBigIntegerField(help_text="Bytes on disk.")
     n_lines = models.PositiveIntegerField(null=True, help_text="Lines in the file (null: not counted, e.g. gzip).")
-    content = models.TextField(blank=True, default="", help_text="The text, for artifacts; empty for logs.")
+    content = models.TextField(
+        blank=True, default="", help_text="The text (logs too: a cited line opens as written); empty for a .gz log."
+    )
     truncated = models.BooleanField(default=False, help_text="Content cut at the size limit.")
 
     class Meta:

@@ -201,6 +201,10 @@ def run_reread(*, source: RunSource, run_id: int, digest: str, lines: dict, look
         other = Run.objects.filter(content_hash=digest).exclude(pk=run_id).values_list("pk", flat=True).first()
         message = f"{source.name}: these files are stored already as run #{other}; run #{run_id} unchanged"
         return RunResult(source.name, "failed", run_id=run_id, message=message)
+    except DatabaseError as exc:
+        lookups.forget()
+        message = f"{source.name}: database rejected the run ({exc}); run #{run_id} unchanged"
+        return RunResult(source.name, "failed", run_id=run_id, message=message)
     lookups.keep()
     return RunResult(source.name, "replaced", run_id=run.pk, warnings=run.warnings, events=run.n_events)
 

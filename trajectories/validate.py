@@ -153,7 +153,7 @@ class RunCheck:
                 record.tool[:TOOL_MAX],
                 record.text,
                 files,
-                record.target[:TARGET_MAX],
+                _target(record.target),
                 record.line,
             )
 
@@ -328,6 +328,15 @@ class RunCheck:
         if passed is not None and total is not None and passed > total:
             raise FormatError("tests_passed is larger than tests_total", file=self.name, field="tests_passed")
         return values
+
+
+def _target(target: str) -> str:
+    """A spawn's or join's target cut to its column: the agents it names ("a,b,…") are cut whole, so
+    that no id is left half (the agents past the cut keep their parent link; only this event forgets them)."""
+    if len(target) <= TARGET_MAX:
+        return target
+    cut = target[:TARGET_MAX]
+    return cut[: cut.rfind(",")] if "," in cut else cut
 
 
 def _attempt(record: ContextRecord, key: str, name: str) -> tuple[int | None, int | None]:

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from tests.conftest import ctx, ev, header, t, write_jsonl
+from tests.conftest import ctx, ev, header, simple_run, t, write_jsonl
 from trajectories import services, writer
 from trajectories.formats.records import ContextRecord, EventRecord, RunHeader, RunSource
 from trajectories.models import AgentContext, Event, Run, Task
@@ -419,3 +419,16 @@ def test_an_import_killed_mid_run_leaves_nothing_and_the_retry_imports_it_once(t
     report = import_paths(paths=[path])
     assert report.count("imported") == 1, report.results[0].message
     assert Event.objects.count() == Run.objects.get().n_events == 100_000
+
+
+def test_a_spawn_naming_more_agents_than_its_column_holds_is_cut_between_names(tmp_path):
+    """A swarm of 40 agents started by one call: the target keeps whole ids only."""
+    from trajectories.models import Event
+
+    names = ",".join(f"agent-{n:02d}-{'x' * 4}" for n in range(40))  # 13 characters each, 40 of them
+    lines = simple_run("t-swarm", n_sub=0)
+    lines.append(ev("main", 90, t(5), kind="spawn", tool="AgentSwarm", target=names))
+    write_jsonl(tmp_path / "swarm.jsonl", lines)
+    import_paths(paths=[tmp_path / "swarm.jsonl"])
+    stored = Event.objects.get(kind="spawn", tool="AgentSwarm").target
+    assert len(stored) <= 255 and stored.split(",") == names.split(",")[: len(stored.split(","))]
