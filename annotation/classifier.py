@@ -240,6 +240,22 @@ def uncertainty(probabilities: Mapping[str, float]) -> float:
     return max((1 - abs(2 * p - 1) for p in probabilities.values()), default=0.0)
 
 
+def positive_class_scores(truth, predicted) -> dict:
+    """Precision, recall and F1 of the *positive* class (the mode is there) for one mode's gold and
+    predictions (0/1 arrays), with the counts they come from: `support` is the gold positives. Written out,
+    not asked of scikit-learn's multi-output average=None — which, for a single trained mode, reads the
+    (n, 1) arrays as binary and gives the scores of both classes, the absent class first."""
+    import numpy as np
+
+    truth, predicted = np.asarray(truth, dtype=bool), np.asarray(predicted, dtype=bool)
+    tp, fp, fn = int((truth & predicted).sum()), int((~truth & predicted).sum()), int((truth & ~predicted).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "support": tp + fn, "predicted": tp + fp,
+            "tp": tp, "fp": fp, "fn": fn}  # fmt: skip
+
+
 def train(
     runs: Sequence[RunInput],
     gold: Mapping[int, set[str]],
@@ -255,7 +271,6 @@ def train(
     every mode); runs not in it are only predicted. `progress(done, total)` is called after each
     fold and after the final fit."""
     import numpy as np
-    from sklearn.metrics import precision_recall_fscore_support
 
     params.validate()
     labelled = [run for run in runs if run.run_id in gold]
@@ -300,20 +315,10 @@ def train(
         if progress:
             progress(done, total)
     predicted = (oof >= params.threshold).astype(int)
-    precision, recall, f1, support = precision_recall_fscore_support(Y, predicted, average=None, zero_division=0)
-    scores = [
-        {
-            "key": key,
-            "precision": float(precision[i]),
-            "recall": float(recall[i]),
-            "f1": float(f1[i]),
-            "support": int(support[i]),
-            "predicted": int(predicted[:, i].sum()),
-        }  # fmt: skip
-        for i, key in enumerate(trained_keys)
-    ]
-    micro = precision_recall_fscore_support(Y, predicted, average="micro", zero_division=0)[2]
-    summary = {"micro_f1": float(micro), "macro_f1": float(np.mean(f1)), "runs": len(labelled), "tasks": n_groups}
+    scores = [{"key": key, **positive_class_scores(Y[:, i], predicted[:, i])} for i, key in enumerate(trained_keys)]
+    pooled = positive_class_scores(Y.ravel(), predicted.ravel())  # every (run, mode) decision: micro-averaged
+    summary = {"micro_f1": pooled["f1"], "macro_f1": float(np.mean([s["f1"] for s in scores])),
+               "runs": len(labelled), "tasks": n_groups}  # fmt: skip
     everything = _matrix(runs, detectors, modes)
     probabilities = _fit_predict(X, Y, everything, params)
     if progress:

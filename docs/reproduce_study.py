@@ -14,9 +14,10 @@ in docs/agreement.md:
 * Table 3 from the final labels: instances per category, subcategory and mode, percent, and each code's
   share of each agent system's instances;
 * RQ1 from the pairs: task pass and mean test pass per agent x benchmark; per agent and per agent x
-  benchmark McNemar's n, b and c, the exact McNemar p with Holm's correction within each table, the
-  paired difference in task pass with Newcombe's (1998, method 10) interval and the conditional odds
-  ratio b/c with its exact (Clopper-Pearson) interval; the token and time ratios;
+  benchmark McNemar's n, b and c, the exact McNemar p with Holm's correction within each table over the
+  rows whose test can reach p <= 0.05 (Tarone 1990), the paired difference in task pass with Newcombe's
+  (1998, method 10, continuity-corrected phi) interval and the conditional odds ratio b/c with its exact
+  (Clopper-Pearson) and mid-p intervals; the token and time ratios;
 * RQ2 from the run metrics: median, Q1 and Q3 (linear interpolation) of each process metric per agent
   x benchmark x difficulty, concurrent and sequential;
 * RQ4 from the pairs and study.json's rules: which pairs count as "concurrency helped", and why;
@@ -277,6 +278,11 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail)
 
 
+def testable(b: int, c: int) -> bool:
+    """The exact test of b and c can reach p <= 0.05 at all: 2 * (1/2)^(b + c) <= 0.05 (Tarone 1990)."""
+    return b + c > 0 and min(1.0, 2 * 0.5 ** (b + c)) <= 0.05
+
+
 def holm(p: dict[str, float]) -> dict[str, float]:
     order = sorted(p, key=lambda name: p[name])
     adjusted, running = {}, 0.0
@@ -304,7 +310,10 @@ def newcombe(a: int, b: int, c: int, d: int):
     p1, p2 = (a + b) / n, (a + c) / n
     (l1, u1), (l2, u2) = wilson(a + b, n), wilson(a + c, n)
     margins = (a + b) * (c + d) * (a + c) * (b + d)
-    phi = (a * d - b * c) / math.sqrt(margins) if margins else 0.0
+    cross = a * d - b * c
+    if cross > 0:  # Newcombe's continuity correction of phi
+        cross = max(cross - n / 2, 0.0)
+    phi = cross / math.sqrt(margins) if margins else 0.0
     dl = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     du = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
     return p1 - p2, max(-1.0, p1 - p2 - dl), min(1.0, p1 - p2 + du)
@@ -342,6 +351,18 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     return low, high
 
 
+def mid_p(k: int, n: int) -> tuple[float, float]:
+    """Mid-p interval of k of n: P(X > k | low) + P(X = k | low)/2 = 0.025, and P(X < k | high) + P(X = k | high)/2
+    = 0.025."""
+
+    def point(j: int, p: float) -> float:
+        return binomial_cdf(j, n, p) - binomial_cdf(j - 1, n, p)
+
+    low = 0.0 if k == 0 else increasing_root(lambda p: 1 - binomial_cdf(k, n, p) + point(k, p) / 2, 0.025)
+    high = 1.0 if k == n else increasing_root(lambda p: -(binomial_cdf(k - 1, n, p) + point(k, p) / 2), -0.025)
+    return low, high
+
+
 def paired(group: list[dict]) -> dict:
     known = [(p["concurrent_task_pass"], p["sequential_task_pass"]) for p in group
              if p["concurrent_task_pass"] is not None and p["sequential_task_pass"] is not None]  # fmt: skip
@@ -349,15 +370,19 @@ def paired(group: list[dict]) -> dict:
     b = sum(1 for cp, sp in known if cp and not sp)
     c = sum(1 for cp, sp in known if sp and not cp)
     difference, low, high = newcombe(a, b, c, len(known) - a - b - c)
-    odds = odds_low = odds_high = None
+    odds = odds_low = odds_high = mid_low = mid_high = None
     if b + c:
         p_low, p_high = clopper_pearson(b, b + c)
         odds = b / c if c else None
         odds_low, odds_high = p_low / (1 - p_low), (p_high / (1 - p_high) if p_high < 1 else None)
+        m_low, m_high = mid_p(b, b + c)
+        mid_low, mid_high = m_low / (1 - m_low), (m_high / (1 - m_high) if m_high < 1 else None)
     return {
         "n": len(known), "b": b, "c": c, "mcnemar_p": mcnemar_exact(b, c),
         "task_pass_difference": difference, "difference_ci_low": low, "difference_ci_high": high,
         "odds_ratio": odds, "odds_ratio_ci_low": odds_low, "odds_ratio_ci_high": odds_high,
+        "odds_ratio_midp_ci_low": mid_low, "odds_ratio_midp_ci_high": mid_high,
+        "odds_ratio_state": "undefined" if b + c == 0 else "infinite" if c == 0 else "finite",
     }  # fmt: skip
 
 
@@ -380,8 +405,10 @@ def rq1(pairs: list[dict]) -> dict:
             "sequential_test_pass": mean(p["sequential_test_pass"] for p in test),
             **paired(group),
         }  # fmt: skip
-    for key, p in holm({key: cell["mcnemar_p"] for key, cell in cells.items()}).items():
-        cells[key]["mcnemar_p_holm"] = p
+    family = {key: cell["mcnemar_p"] for key, cell in cells.items() if testable(cell["b"], cell["c"])}
+    adjusted = holm(family)
+    for key, cell in cells.items():
+        cell["mcnemar_p_holm"], cell["holm_family"] = adjusted.get(key), len(family)
     agents = {}
     for agent in sorted({p["agent"] for p in pairs}):
         group = [p for p in pairs if p["agent"] == agent]
@@ -396,8 +423,10 @@ def rq1(pairs: list[dict]) -> dict:
             "token_ratio": ratio([(p["concurrent_tokens"], p["sequential_tokens"]) for p in group]),
             "time_ratio": ratio([(p["concurrent_duration_s"], p["sequential_duration_s"]) for p in group]),
         }
-    for agent, p in holm({a: row["mcnemar_p"] for a, row in agents.items()}).items():
-        agents[agent]["mcnemar_p_holm"] = p
+    family = {a: row["mcnemar_p"] for a, row in agents.items() if testable(row["b"], row["c"])}
+    adjusted = holm(family)
+    for agent, row in agents.items():
+        row["mcnemar_p_holm"], row["holm_family"] = adjusted.get(agent), len(family)
     return {"cells": cells, "agents": agents}
 
 
@@ -504,7 +533,10 @@ def differences(mine: dict, shown: dict) -> list[str]:
     out: list[str] = []
 
     def same(name: str, a, b) -> None:
-        if a is None or b is None:
+        if isinstance(a, str) or isinstance(b, str):
+            if a != b:
+                out.append(f"{name}: recomputed {a!r}, dashboard {b!r}")
+        elif a is None or b is None:
             if a is not b:
                 out.append(f"{name}: recomputed {a!r}, dashboard {b!r}")
         elif abs(float(a) - float(b)) > TOLERANCE * max(1.0, abs(float(b))):

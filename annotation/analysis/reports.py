@@ -5,8 +5,9 @@
   agent system's instances.
 * RQ1 (`outcome_comparison`): task pass and mean test pass per agent × benchmark, concurrent vs sequential; per
   agent and per agent × benchmark the exact McNemar test on paired task pass (n, discordant b and c, p, Holm's
-  correction within each table), the paired difference in task pass with Newcombe's score interval and the
-  conditional odds ratio b/c with its exact (Clopper–Pearson) interval; token and time ratios.
+  correction within each table over the rows that can reach significance), the paired difference in task pass
+  with Newcombe's method-10 interval (continuity-corrected φ) and the conditional odds ratio b/c with its exact
+  (Clopper–Pearson) and mid-p intervals; token and time ratios.
 * RQ2 (`process_summary`): median and quartiles of each process metric per agent × benchmark × difficulty,
   concurrent beside sequential.
 * RQ4 (`concurrency_helped`): pairs where concurrency helped, by the study's rules (`Rq4Rules`).
@@ -108,6 +109,24 @@ def holm(p_values: dict[str, float]) -> dict[str, float]:
     return {name: float(p) for name, p in zip(p_values, adjusted, strict=True)}
 
 
+ALPHA = 1 - CONFIDENCE
+
+
+def can_reach_significance(b: int, c: int, alpha: float = ALPHA) -> bool:
+    """Whether the exact McNemar test of b and c discordant pairs can reach p ≤ alpha at all: its
+    smallest possible p is 2·(1/2)^(b + c) (every discordant pair on one side). A test that cannot only
+    inflates a multiple-testing family (Tarone 1990): b + c ≥ 6 at alpha = 0.05."""
+    return b + c > 0 and min(1.0, 2 * 0.5 ** (b + c)) <= alpha
+
+
+def holm_testable(rows: Mapping[str, dict]) -> tuple[dict[str, float | None], int]:
+    """Holm's correction within one table over its testable rows only (can_reach_significance):
+    adjusted p per row (None: not in the family) and the family's size."""
+    family = {name: row["mcnemar_p"] for name, row in rows.items() if can_reach_significance(row["b"], row["c"])}
+    adjusted = holm(family)
+    return {name: adjusted.get(name) for name in rows}, len(family)
+
+
 def _mean(values) -> float | None:
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
@@ -126,7 +145,9 @@ def wilson_interval(k: int, n: int, z: float = Z) -> tuple[float, float]:
 def newcombe_paired_difference(a: int, b: int, c: int, d: int, z: float = Z) -> tuple[float, float, float] | None:
     """The difference p1 − p2 of two paired proportions (p1 = (a + b)/n, p2 = (a + c)/n) with
     Newcombe's (1998) method 10 interval: the Wilson intervals of p1 and p2 combined with the
-    correlation φ of the 2×2 table (φ = 0 when a margin is 0). None when n = 0."""
+    correlation φ of the 2×2 table, continuity-corrected as Newcombe defines it — when ad > bc, ad − bc
+    is replaced by max(ad − bc − n/2, 0) (Newcombe 1998; Newcombe & Altman, *Statistics with Confidence*,
+    2000; R `contingencytables`, `ratesci`) — and φ = 0 when a margin is 0. None when n = 0."""
     n = a + b + c + d
     if n == 0:
         return None
@@ -134,7 +155,10 @@ def newcombe_paired_difference(a: int, b: int, c: int, d: int, z: float = Z) -> 
     l1, u1 = wilson_interval(a + b, n, z)
     l2, u2 = wilson_interval(a + c, n, z)
     margins = (a + b) * (c + d) * (a + c) * (b + d)
-    phi = (a * d - b * c) / math.sqrt(margins) if margins else 0.0
+    cross = a * d - b * c
+    if cross > 0:
+        cross = max(cross - n / 2, 0.0)
+    phi = cross / math.sqrt(margins) if margins else 0.0
     dl = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     du = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
     theta = p1 - p2
@@ -151,14 +175,32 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
     return low, high
 
 
-def paired_odds_ratio(b: int, c: int) -> tuple[float | None, float | None, float | None]:
+def mid_p_interval(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The mid-p exact interval of k successes of n (Lancaster 1961; Agresti & Gottard 2007): each limit
+    solves P(X more extreme than k) + ½·P(X = k) = (1 − confidence)/2; 0 and 1 at the edges."""
+    from scipy.optimize import brentq
+    from scipy.stats import binom
+
+    tail = (1 - confidence) / 2
+    low = 0.0 if k == 0 else brentq(lambda p: binom.sf(k, n, p) + 0.5 * binom.pmf(k, n, p) - tail, 0.0, 1.0)
+    high = 1.0 if k == n else brentq(lambda p: binom.cdf(k - 1, n, p) + 0.5 * binom.pmf(k, n, p) - tail, 0.0, 1.0)
+    return float(low), float(high)
+
+
+def paired_odds_ratio(b: int, c: int, *, mid_p: bool = False) -> tuple[float | None, float | None, float | None]:
     """The conditional (McNemar) odds ratio b/c with its exact interval: the Clopper–Pearson interval
-    (pL, pU) of b of the b + c discordant pairs, mapped by p/(1 − p). None where undefined or
-    unbounded (c = 0: the ratio and its upper limit are infinite; b + c = 0: nothing to estimate)."""
+    (pL, pU) of b of the b + c discordant pairs — or, `mid_p`, the mid-p interval — mapped by p/(1 − p).
+    None where undefined or unbounded (c = 0: the ratio and its upper limit are infinite; b + c = 0:
+    nothing to estimate; `odds_ratio_state` says which)."""
     if b + c == 0:
         return None, None, None
-    low, high = clopper_pearson(b, b + c)
+    low, high = mid_p_interval(b, b + c) if mid_p else clopper_pearson(b, b + c)
     return (b / c if c else None), low / (1 - low), (high / (1 - high) if high < 1 else None)
+
+
+def odds_ratio_state(b: int, c: int) -> str:
+    """What an empty odds ratio means: `undefined` (no discordant pair), `infinite` (c = 0), else `finite`."""
+    return "undefined" if b + c == 0 else "infinite" if c == 0 else "finite"
 
 
 def paired_task_pass(known: Sequence[tuple[bool, bool]]) -> dict:
@@ -172,6 +214,7 @@ def paired_task_pass(known: Sequence[tuple[bool, bool]]) -> dict:
     d = len(known) - a - b - c
     difference = newcombe_paired_difference(a, b, c, d)
     odds, odds_low, odds_high = paired_odds_ratio(b, c)
+    _, mid_low, mid_high = paired_odds_ratio(b, c, mid_p=True)
     return {
         "n": len(known),
         "b": b,
@@ -183,6 +226,9 @@ def paired_task_pass(known: Sequence[tuple[bool, bool]]) -> dict:
         "odds_ratio": odds,
         "odds_ratio_ci_low": odds_low,
         "odds_ratio_ci_high": odds_high,
+        "odds_ratio_midp_ci_low": mid_low,
+        "odds_ratio_midp_ci_high": mid_high,
+        "odds_ratio_state": odds_ratio_state(b, c),
     }
 
 
@@ -218,9 +264,10 @@ def outcome_comparison(pairs: Sequence[PairOutcome]) -> dict:
                 **paired_task_pass(_known_task(group)),
             }
         )
-    adjusted = holm({str(i): cell["mcnemar_p"] for i, cell in enumerate(cells)})
+    adjusted, cells_family = holm_testable({str(i): cell for i, cell in enumerate(cells)})
     for i, cell in enumerate(cells):
         cell["mcnemar_p_holm"] = adjusted[str(i)]
+        cell["holm_family"] = cells_family
     agents = {}
     for agent in sorted({p.agent for p in pairs}):
         group = [p for p in pairs if p.agent == agent]
@@ -233,10 +280,14 @@ def outcome_comparison(pairs: Sequence[PairOutcome]) -> dict:
             "token_ratio": _ratio([(p.concurrent_tokens, p.sequential_tokens) for p in group]),
             "time_ratio": _ratio([(p.concurrent_duration, p.sequential_duration) for p in group]),
         }
-    adjusted = holm({agent: row["mcnemar_p"] for agent, row in agents.items()})
+    adjusted, agents_family = holm_testable(agents)
     for agent, row in agents.items():
         row["mcnemar_p_holm"] = adjusted[agent]
-    return {"cells": cells, "agents": agents}
+        row["holm_family"] = agents_family
+    # Each table is its own family (the per-agent rows pool the per-cell ones: the two overlap).
+    rule = "Holm within each table, over the rows whose exact test can reach p ≤ 0.05 (b + c ≥ 6)"
+    family = {"alpha": ALPHA, "agents": agents_family, "cells": cells_family, "rule": rule}
+    return {"cells": cells, "agents": agents, "family": family}
 
 
 def _ratio(values: list[tuple[float | None, float | None]]) -> float | None:

@@ -78,6 +78,9 @@ PAIRED_COLUMNS = (
     "odds_ratio",
     "odds_ratio_ci_low",
     "odds_ratio_ci_high",
+    "odds_ratio_midp_ci_low",
+    "odds_ratio_midp_ci_high",
+    "holm_family",
 )
 RQ1_COLUMNS = (
     "table",
@@ -96,8 +99,10 @@ RQ1_COLUMNS = (
     "methods",
 )
 RQ1_METHODS = (
-    "exact McNemar (two-sided binomial test of b of b+c); Holm within the table; difference (b-c)/n with "
-    "Newcombe's method 10 95% interval (Wilson score); odds ratio b/c with exact Clopper-Pearson 95% interval"
+    "exact McNemar (two-sided binomial test of b of b+c); Holm within the table over the rows that can reach "
+    "p <= 0.05 (b+c >= 6; holm_family rows; an empty mcnemar_p_holm: not in the family); difference (b-c)/n with "
+    "Newcombe's method 10 95% interval (Wilson score, continuity-corrected phi); odds ratio b/c with exact "
+    "Clopper-Pearson and mid-p 95% intervals (inf: c = 0; undefined: b + c = 0)"
 )
 RQ2_COLUMNS = (
     "agent",
@@ -321,9 +326,24 @@ def rq1_rows(study: Study) -> Iterator[dict]:
     """RQ1's two tables: a row per agent, then a row per agent × benchmark (Holm within each)."""
     rq1 = analysis_section(study, "rq1")
     for agent, row in rq1["agents"].items():
-        yield {**{k: row.get(k) for k in RQ1_COLUMNS}, "table": "agent", "agent": agent, "methods": RQ1_METHODS}
+        yield {**_rq1_cells(row), "table": "agent", "agent": agent, "methods": RQ1_METHODS}
     for row in rq1["cells"]:
-        yield {**{k: row.get(k) for k in RQ1_COLUMNS}, "table": "agent x benchmark", "methods": RQ1_METHODS}
+        yield {**_rq1_cells(row), "table": "agent x benchmark", "methods": RQ1_METHODS}
+
+
+def _rq1_cells(row: dict) -> dict:
+    """A row's values, an odds ratio that is no number said as such: `inf` when c = 0 (the ratio and its upper
+    limits), `undefined` when there is no discordant pair."""
+    out = {k: row.get(k) for k in RQ1_COLUMNS}
+    state = row.get("odds_ratio_state")
+    if state == "undefined":
+        for key in ("odds_ratio", "odds_ratio_ci_low", "odds_ratio_ci_high", "odds_ratio_midp_ci_low",
+                    "odds_ratio_midp_ci_high"):  # fmt: skip
+            out[key] = "undefined"
+    elif state == "infinite":
+        for key in ("odds_ratio", "odds_ratio_ci_high", "odds_ratio_midp_ci_high"):
+            out[key] = "inf"
+    return out
 
 
 def rq2_rows(study: Study) -> Iterator[dict]:

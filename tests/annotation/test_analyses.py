@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from annotation.analysis.reports import (
@@ -68,13 +67,14 @@ def test_newcombe_with_no_correlation_is_statsmodels_independent_newcombe(table)
 
 
 def test_newcombe_with_correlation_by_hand():
-    """(a, b, c, d) = (10, 5, 1, 4): φ = (40 − 5)/√(15·5·11·9); the Wilson limits from statsmodels."""
+    """(a, b, c, d) = (10, 5, 1, 4): ad − bc = 35 > n/2, so φ = (35 − 10)/√(15·5·11·9) — Newcombe's continuity
+    correction; the Wilson limits from statsmodels."""
     a, b, c, d = 10, 5, 1, 4
     n = 20
     p1, p2 = 15 / n, 11 / n
     l1, u1 = proportion_confint(15, n, method="wilson")
     l2, u2 = proportion_confint(11, n, method="wilson")
-    phi = 35 / math.sqrt(15 * 5 * 11 * 9)
+    phi = (35 - n / 2) / math.sqrt(15 * 5 * 11 * 9)
     low = p1 - p2 - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
     high = p1 - p2 + math.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
     assert newcombe_paired_difference(a, b, c, d) == pytest.approx((0.2, low, high), abs=1e-12)
@@ -82,6 +82,49 @@ def test_newcombe_with_correlation_by_hand():
     theta, lo, hi = newcombe_paired_difference(a, c, b, d)
     assert (theta, lo, hi) == pytest.approx((-0.2, -high, -low), abs=1e-12)
     assert newcombe_paired_difference(0, 0, 0, 0) is None
+
+
+@pytest.mark.parametrize(
+    ("table", "published"),
+    [
+        # Newcombe & Altman (Statistics with Confidence, 2000), the worked example of method 10: (a, b, c, d)
+        ((7, 25, 2, 68), (0.133, 0.318)),
+        # ad − bc = 2 ≤ n/2: the corrected φ is 0 (Fagerland, Lydersen & Laake 2014; ratesci)
+        ((1, 0, 0, 2), (-0.471, 0.471)),
+    ],
+)
+def test_newcombe_gives_the_published_intervals(table, published):
+    _, low, high = newcombe_paired_difference(*table)
+    assert (round(low, 3), round(high, 3)) == published
+
+
+def test_the_mid_p_interval_solves_its_definition_and_lies_inside_the_exact_one():
+    from scipy.stats import binom
+
+    from annotation.analysis.reports import clopper_pearson, mid_p_interval
+
+    for k, n in ((3, 10), (1, 7), (9, 9), (0, 5), (12, 30)):
+        low, high = mid_p_interval(k, n)
+        if k:
+            assert binom.sf(k, n, low) + binom.pmf(k, n, low) / 2 == pytest.approx(0.025, abs=1e-10)
+        if k < n:
+            assert binom.cdf(k - 1, n, high) + binom.pmf(k, n, high) / 2 == pytest.approx(0.025, abs=1e-10)
+        exact_low, exact_high = clopper_pearson(k, n)
+        assert exact_low <= low <= high <= exact_high
+
+
+def test_holm_counts_only_the_rows_that_can_reach_significance():
+    """Tarone (1990): 13 rows with b + c = 0 (p = 1) do not join the family — p = (0.004, 0.03) stay (0.008, 0.03),
+    not (0.06, 0.42)."""
+    from annotation.analysis.reports import holm_testable
+
+    rows = {f"empty{i}": {"mcnemar_p": 1.0, "b": 0, "c": 0} for i in range(13)}
+    rows["x"] = {"mcnemar_p": 0.004, "b": 8, "c": 0}
+    rows["y"] = {"mcnemar_p": 0.03, "b": 9, "c": 2}
+    rows["five"] = {"mcnemar_p": 0.0625, "b": 5, "c": 0}  # b + c = 5: its smallest p is 0.0625 > 0.05
+    adjusted, family = holm_testable(rows)
+    assert family == 2 and (adjusted["x"], adjusted["y"]) == pytest.approx((0.008, 0.03))
+    assert adjusted["five"] is None and all(adjusted[f"empty{i}"] is None for i in range(13))
 
 
 def test_odds_ratio_edges():
@@ -111,14 +154,15 @@ def test_rq1_per_agent_and_per_cell_with_holm_within_each_table():
     ay = cells[("A", "Y")]
     assert (ay["pairs"], ay["n"], ay["b"], ay["c"]) == (2, 1, 0, 1)
     assert ay["concurrent_task_pass"] == 0.0 and ay["sequential_task_pass"] == 1.0  # paired: 1 pair only
-    family = [c["mcnemar_p"] for c in result["cells"]]
-    expected = multipletests(family, method="holm")[1]
-    assert [c["mcnemar_p_holm"] for c in result["cells"]] == pytest.approx(list(expected))
+    # Holm within each table, over the rows whose test can reach p ≤ 0.05 (b + c ≥ 6): A×X alone per cell
+    assert [c["mcnemar_p_holm"] for c in result["cells"]] == [ax["mcnemar_p"], None, None]
+    assert result["family"]["cells"] == 1 and {c["holm_family"] for c in result["cells"]} == {1}
     agents = result["agents"]
     assert (agents["A"]["n"], agents["A"]["b"], agents["A"]["c"], agents["A"]["pairs"]) == (9, 6, 1, 10)
     assert (agents["B"]["b"], agents["B"]["c"], agents["B"]["odds_ratio"]) == (0, 4, 0.0)
-    by_agent = multipletests([agents["A"]["mcnemar_p"], agents["B"]["mcnemar_p"]], method="holm")[1]
-    assert [agents["A"]["mcnemar_p_holm"], agents["B"]["mcnemar_p_holm"]] == pytest.approx(list(by_agent))
+    # per agent: A (b + c = 7) is in the family, B (4) is not
+    assert (agents["A"]["mcnemar_p_holm"], agents["B"]["mcnemar_p_holm"]) == (agents["A"]["mcnemar_p"], None)
+    assert ax["odds_ratio_state"] == "infinite" and agents["B"]["odds_ratio_state"] == "finite"
 
 
 @pytest.mark.parametrize("values", [[3.0], [1.0, 2.0], [5, 1, 4, 2, 3], [0.1, 0.9, 0.35, 0.35, 0.2, 0.8, 0.11]])

@@ -174,3 +174,32 @@ def test_uncertainty_is_highest_at_a_coin_toss():
     assert uncertainty({"a": 0.0, "b": 1.0}) == 0
     assert uncertainty({"a": 0.9, "b": 0.3}) == pytest.approx(0.6)
     assert uncertainty({}) == 0
+
+
+def test_with_one_trained_mode_the_scores_are_the_modes_own_not_the_absent_class():
+    """One mode trained (the other too rare): its scores are the positive class's — support is its gold
+    positives, and precision, recall and F1 follow from its TP, FP and FN; micro F1 is that F1, not accuracy."""
+    runs, gold = corpus()
+    many = sum("same-file-collision" in m for m in gold.values())
+    result = train(runs, gold, modes=MODES, detectors=DETECTORS, params=Params(seed=0, min_positives=many))
+    assert result.modes == ["same-file-collision"]
+    [row] = result.scores
+    assert row["support"] == many == row["tp"] + row["fn"]
+    assert row["predicted"] == row["tp"] + row["fp"]
+    assert row["precision"] == pytest.approx(row["tp"] / (row["tp"] + row["fp"]))
+    assert row["recall"] == pytest.approx(row["tp"] / many)
+    assert row["f1"] == pytest.approx(2 * row["tp"] / (2 * row["tp"] + row["fp"] + row["fn"]))
+    assert result.summary["micro_f1"] == pytest.approx(row["f1"]) == pytest.approx(result.summary["macro_f1"])
+
+
+def test_the_positive_class_scores_are_scikit_learns_binary_ones():
+    from sklearn.metrics import precision_recall_fscore_support
+
+    from annotation.classifier import positive_class_scores
+
+    rng = np.random.default_rng(4)
+    truth, predicted = rng.integers(0, 2, 200), rng.integers(0, 2, 200)
+    p, r, f, _ = precision_recall_fscore_support(truth, predicted, average="binary", pos_label=1)
+    got = positive_class_scores(truth, predicted)
+    assert (got["precision"], got["recall"], got["f1"]) == pytest.approx((p, r, f))
+    assert got["support"] == int(truth.sum())
