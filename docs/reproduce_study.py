@@ -145,7 +145,7 @@ def observed_only(modes: dict, codings: dict[str, dict[str, frozenset]]) -> dict
     return {key: parents for key, parents in modes.items() if key in seen}
 
 
-def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, resamples: int) -> dict:
+def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, resamples: int, raters: int) -> dict:
     annotators = sorted({a for coders in codings.values() for a in coders})
     pairs = []
     for a, b in combinations(annotators, 2):
@@ -157,17 +157,25 @@ def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, 
             sets_b = [lift(modes, codings[item][b], level) for item in shared]
             x = [int(code in s) for s in sets_a for code in codes]
             y = [int(code in s) for s in sets_b for code in codes]
-            per_code = [kappa([int(c in s) for s in sets_a], [int(c in s) for s in sets_b]) for c in codes]
-            defined = [k for k in per_code if k is not None]
+            per_code = {c: kappa([int(c in s) for s in sets_a], [int(c in s) for s in sets_b]) for c in codes}
             levels[level] = {
                 "n_shared_items": len(shared),
                 "pooled": {"kappa": kappa(x, y) if shared else None},
-                "macro": {"kappa": mean(defined) if shared else None},
+                "per_code_kappa": per_code if shared else dict.fromkeys(codes),
             }
         pairs.append({"annotators": [a, b], "levels": levels})
+    macro_codes = {}
+    for level in LEVELS:
+        # macro: the mean per-code kappa over the codes whose kappa is defined for every pair sharing runs
+        rows = [p["levels"][level] for p in pairs if p["levels"][level]["n_shared_items"]]
+        common = [c for c in universe(modes, level) if rows and all(r["per_code_kappa"][c] is not None for r in rows)]
+        macro_codes[level] = len(common)
+        for p in pairs:
+            row = p["levels"][level]
+            row["macro"] = {"kappa": mean(row["per_code_kappa"][c] for c in common) if row["n_shared_items"] else None}
     overall = {}
-    # Fleiss: the runs with all k codings in (k = the most codings any run has)
-    k = max((len(coders) for coders in codings.values()), default=0)
+    # Fleiss: the runs with exactly k codings in, k = the study's coders per run (study.json)
+    k = raters
     complete = [coders for coders in codings.values() if len(coders) == k] if k >= 2 else []
     for level in LEVELS:
         rows = [p["levels"][level] for p in pairs]
@@ -184,7 +192,12 @@ def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, 
                 sum(r["pooled"]["kappa"] * r["n_shared_items"] for r in defined) / weight if weight else None
             ),
             "mean_pairwise_macro_kappa": mean(r["macro"]["kappa"] for r in rows if r["n_shared_items"]),
+            "macro_n_codes": macro_codes[level],
             "fleiss_kappa_pooled": fleiss_binary(binary),
+            "fleiss_raters_per_run": k if k >= 2 else None,
+            "fleiss_n_runs": len(complete),
+            "fleiss_runs_fewer": sum(1 for coders in codings.values() if 0 < len(coders) < k),
+            "fleiss_runs_more": sum(1 for coders in codings.values() if len(coders) > k),
         }
     return {"pairs": pairs, "overall": overall, "headline": headline(modes, codings, annotators, seed, resamples)}
 
@@ -222,7 +235,7 @@ def headline(modes, codings, annotators, seed: int, resamples: int, confidence: 
 
     n = len(items)
     point = float(mean_kappa(tables.sum(axis=0), present.sum(axis=0))) if n else math.nan
-    low = high = None
+    low = high = low_mcse = high_mcse = None
     if n and resamples:
         rng = np.random.default_rng(seed)
         flat = tables.reshape(n, -1)
@@ -233,13 +246,26 @@ def headline(modes, codings, annotators, seed: int, resamples: int, confidence: 
             weights = np.zeros((count, n), dtype=np.int64)
             np.add.at(weights, (np.repeat(np.arange(count), n), draws.ravel()), 1)
             estimates.append(mean_kappa((weights @ flat).reshape(count, len(pair_list), 4), weights @ present))
-        values = np.sort(np.concatenate(estimates))
-        values = values[~np.isnan(values)]
-        if len(values):
-            tail = (1 - confidence) / 2
-            low = float(values[int(tail * (len(values) - 1))])
-            high = float(values[int((1 - tail) * (len(values) - 1))])
-    return {"kappa": None if math.isnan(point) else point, "ci_low": low, "ci_high": high, "n_items": n}
+        drawn = np.concatenate(estimates)
+        low, high = limits(drawn, confidence)
+        # Monte Carlo error: the limits of ten consecutive batches of the resamples, sd / sqrt(10)
+        batches = [limits(batch, confidence) for batch in np.array_split(drawn, 10)]
+        if resamples >= 100 and all(b[0] is not None for b in batches):
+            low_mcse = float(np.std([b[0] for b in batches], ddof=1) / math.sqrt(10))
+            high_mcse = float(np.std([b[1] for b in batches], ddof=1) / math.sqrt(10))
+    return {"kappa": None if math.isnan(point) else point, "ci_low": low, "ci_high": high, "n_items": n,
+            "ci_low_mcse": low_mcse, "ci_high_mcse": high_mcse}  # fmt: skip
+
+
+def limits(estimates, confidence: float):
+    """The percentile interval of the defined estimates: sorted values at tail*(B - 1) and (1 - tail)*(B - 1)."""
+    import numpy as np
+
+    values = np.sort(estimates[~np.isnan(estimates)])
+    if not len(values):
+        return None, None
+    tail = (1 - confidence) / 2
+    return float(values[int(tail * (len(values) - 1))]), float(values[int((1 - tail) * (len(values) - 1))])
 
 
 # -- Table 3 -------------------------------------------------------------------------------------
@@ -519,7 +545,7 @@ def reproduce(bundle: Bundle) -> dict:
     finals = bundle.table("final_labels")
     agents = sorted({row["agent"] for row in pairs} | {row["agent"] for row in finals})
     return {
-        "agreement": agreement(modes, codings, boot["seed"], boot["resamples"]),
+        "agreement": agreement(modes, codings, boot["seed"], boot["resamples"], study["coders_per_run"]),
         "table3": table3(finals, study["runs"], agents),
         "rq1": rq1(pairs),
         "rq2": rq2(bundle.table("run_metrics")),
@@ -560,7 +586,7 @@ def differences(mine: dict, shown: dict) -> list[str]:
     for level, data in ag["overall"].items():
         for key, value in data.items():
             same(f"overall {level} {key}", value, shown_ag["overall"][level][key])
-    for key in ("kappa", "ci_low", "ci_high", "n_items"):
+    for key in ("kappa", "ci_low", "ci_high", "n_items", "ci_low_mcse", "ci_high_mcse"):
         same(f"headline {key}", ag["headline"][key], shown_ag["headline"][key])
 
     t3, shown_t3 = mine["table3"], shown["table3"]

@@ -185,16 +185,26 @@ def pair_level(taxonomy: Taxonomy, index, a: str, b: str, level: str) -> dict:
     }
 
 
-def agreement_report(taxonomy: Taxonomy, codings: Sequence[Coding]) -> dict:
+def agreement_report(taxonomy: Taxonomy, codings: Sequence[Coding], *, raters: int | None = None) -> dict:
+    """Agreement per annotator pair and level, and over all annotators. `raters`: the study's design, k
+    codings per run — Fleiss' κ is over the runs with exactly k (those with fewer or more are counted and
+    said, not silently dropped); without it (a file of codings), k is the most codings any run has."""
     index = build_index(taxonomy, codings)
     annotators = sorted({c.annotator for c in codings})
     pairs = [
         {"annotators": [a, b], "levels": {level: pair_level(taxonomy, index, a, b, level) for level in LEVELS}}
         for a, b in combinations(annotators, 2)
     ]
-    # Fleiss' κ needs the same number of ratings per unit: the runs with all k codings in (k, the
-    # most codings any run has); α takes every run coded at least twice.
-    k = max((len(coders) for coders in index.values()), default=0)
+    # Macro κ over one code set for every pair: the codes whose κ is defined for every pair that shares runs.
+    for level in LEVELS:
+        rows = [p["levels"][level] for p in pairs if p["levels"][level]["n_shared_items"]]
+        common = [c for c in taxonomy.universe(level) if rows and all(r["per_code_kappa"][c] is not None for r in rows)]
+        for row in (p["levels"][level] for p in pairs):
+            row["macro"]["kappa"] = _mean(row["per_code_kappa"][c] for c in common) if row["n_shared_items"] else None
+            row["macro"]["n_codes"] = len(common)
+    # Fleiss' κ needs the same number of ratings per unit: the runs with all k codings in; α takes every
+    # run coded at least twice.
+    k = raters if raters is not None else max((len(coders) for coders in index.values()), default=0)
     complete = [coders for coders in index.values() if len(coders) == k] if k >= 2 else []
     multiple = [coders for coders in index.values() if len(coders) >= 2]
     overall = {}
@@ -214,10 +224,14 @@ def agreement_report(taxonomy: Taxonomy, codings: Sequence[Coding]) -> dict:
                 sum(r["pooled"]["kappa"] * r["n_shared_items"] for r in defined) / weight if weight else None
             ),
             "mean_pairwise_macro_kappa": _mean(r["macro"]["kappa"] for r in rows if r["n_shared_items"]),
+            "macro_n_codes": rows[0]["macro"]["n_codes"] if rows else 0,
             "n_pairs_defined": len(defined),
             "fleiss_kappa_pooled": fleiss_kappa_binary(binary(complete)),
-            "fleiss_raters_per_run": k if complete else None,
+            "fleiss_raters_per_run": k if k >= 2 else None,
+            "fleiss_raters_from": "design" if raters is not None else "data",
             "fleiss_n_runs": len(complete),
+            "fleiss_runs_fewer": sum(1 for coders in index.values() if 0 < len(coders) < k),
+            "fleiss_runs_more": sum(1 for coders in index.values() if len(coders) > k),
             "alpha_nominal_pooled_binary": alpha_nominal_binary(binary(multiple)),
             "alpha_masi_all_annotators": alpha_masi(
                 [[taxonomy.lift(v, level) for v in coders.values()] for coders in index.values()]
@@ -287,7 +301,7 @@ def headline_bootstrap(
     items, pair_list, tables, present = _item_tables(taxonomy, codings, level)
     n = len(items)
     point = _headlines(tables.sum(axis=0), present.sum(axis=0)) if n else np.nan
-    low = high = None
+    low = high = low_mcse = high_mcse = None
     if n and n_resamples:
         rng = np.random.default_rng(seed)
         flat = tables.reshape(n, -1)
@@ -299,23 +313,42 @@ def headline_bootstrap(
             np.add.at(weights, (np.repeat(np.arange(count), n), draws.ravel()), 1)
             totals = (weights @ flat).reshape(count, len(pair_list), 4)
             estimates.append(_headlines(totals, weights @ present))
-        values = np.sort(np.concatenate(estimates))
-        values = values[~np.isnan(values)]
-        if len(values):
-            tail = (1 - confidence) / 2
-            low = float(values[int(tail * (len(values) - 1))])
-            high = float(values[int((1 - tail) * (len(values) - 1))])
+        drawn = np.concatenate(estimates)
+        low, high = _percentile_limits(drawn, confidence)
+        # Monte Carlo error of the limits: the same limits from ten consecutive batches of the resamples,
+        # their standard deviation over √10 (batch means).
+        batches = [_percentile_limits(batch, confidence) for batch in np.array_split(drawn, MC_BATCHES)]
+        if n_resamples >= 10 * MC_BATCHES and all(b[0] is not None for b in batches):
+            low_mcse = float(np.std([b[0] for b in batches], ddof=1) / np.sqrt(MC_BATCHES))
+            high_mcse = float(np.std([b[1] for b in batches], ddof=1) / np.sqrt(MC_BATCHES))
     point_value = None if n == 0 or np.isnan(point) else float(point)
     return {
         "level": level,
         "kappa": point_value,
         "ci_low": low,
         "ci_high": high,
+        "ci_low_mcse": low_mcse,
+        "ci_high_mcse": high_mcse,
         "confidence": confidence,
         "n_resamples": n_resamples,
         "seed": seed,
         "n_items": n,
     }
+
+
+MC_BATCHES = 10
+
+
+def _percentile_limits(estimates, confidence: float) -> tuple[float | None, float | None]:
+    """The percentile interval of the defined estimates: the sorted values at tail·(B − 1) and
+    (1 − tail)·(B − 1), rounded down."""
+    import numpy as np
+
+    values = np.sort(estimates[~np.isnan(estimates)])
+    if not len(values):
+        return None, None
+    tail = (1 - confidence) / 2
+    return float(values[int(tail * (len(values) - 1))]), float(values[int((1 - tail) * (len(values) - 1))])
 
 
 def headline_series(

@@ -12,19 +12,20 @@ from .inputs import StudyInputs
 from .reports import concurrency_helped, failure_mode_table, outcome_comparison, process_summary
 from .signatures import evaluate_signatures
 
-BOOTSTRAP_RESAMPLES = 1000  # the headline κ's CI, as the dashboard shows it
+BOOTSTRAP_RESAMPLES = 10_000  # the headline κ's CI, as the dashboard shows it (its Monte Carlo error beside it)
 OVER_TIME_POINTS = 10
 
 
 def compute(inputs: StudyInputs, *, resamples: int = BOOTSTRAP_RESAMPLES) -> StudyAnalysis:
     """Every figure of the study's analysis, from one read of its inputs."""
     report = agreement(inputs, resamples=resamples)
+    headline = report["headline"]
     return StudyAnalysis(
         strata=jsonable(inputs.strata),
         agreement=jsonable(report),
         per_code=per_code_kappa(report),
         over_time=jsonable(kappa_over_time(inputs)),
-        by_version=jsonable(kappa_by_version(inputs, resamples=resamples)),
+        by_version=jsonable(kappa_by_version(inputs, resamples=resamples, current=headline)),
         table3=jsonable(table3(inputs)),
         rq1=jsonable(outcome_comparison(inputs.pairs)),
         rq2=jsonable(process_summary(inputs.metrics)),
@@ -42,7 +43,7 @@ def compute(inputs: StudyInputs, *, resamples: int = BOOTSTRAP_RESAMPLES) -> Stu
 def agreement(inputs: StudyInputs, *, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
     """The agreement report with the headline's bootstrap CI, the codes' names and the code universe."""
     taxonomy, codings = inputs.taxonomy, inputs.codings
-    report = agreement_report(taxonomy, codings)
+    report = agreement_report(taxonomy, codings, raters=inputs.coders_per_run)
     report["headline"] = headline_bootstrap(taxonomy, codings, n_resamples=resamples, seed=inputs.seed)
     report["names"] = dict(inputs.names)
     report["code_universe"] = {
@@ -68,9 +69,10 @@ def per_code_kappa(report: dict) -> list[dict]:
 
 
 def kappa_over_time(inputs: StudyInputs, *, points: int = OVER_TIME_POINTS) -> list[dict]:
-    """The headline κ over the runs completed so far (all k first submissions in), at even steps."""
-    k = inputs.coders_per_run
-    completed = sorted((times[k - 1], item) for item, times in inputs.submitted_at.items() if len(times) >= k)
+    """The headline κ over the runs compared so far — coded independently by two annotators at least, in the
+    order they were (their second first submission) — at even steps; the last step is every run compared,
+    so it is the headline."""
+    completed = sorted((times[1], item) for item, times in inputs.submitted_at.items() if len(times) >= 2)
     if not completed:
         return []
     steps = sorted({max(1, round(len(completed) * j / points)) for j in range(1, points + 1)})
@@ -80,12 +82,18 @@ def kappa_over_time(inputs: StudyInputs, *, points: int = OVER_TIME_POINTS) -> l
     return [{"runs": n, "at": completed[n - 1][0], "kappa": value} for n, value in zip(steps, values, strict=True)]
 
 
-def kappa_by_version(inputs: StudyInputs, *, resamples: int = BOOTSTRAP_RESAMPLES) -> list[dict]:
+def kappa_by_version(
+    inputs: StudyInputs, *, resamples: int = BOOTSTRAP_RESAMPLES, current: dict | None = None
+) -> list[dict]:
     """The headline κ (mode level, mean pairwise pooled, with its bootstrap CI) of each codebook
-    version the study has pinned, over the codings submitted against it."""
+    version the study has pinned, over the codings submitted against it (`current`: the headline of the
+    version pinned now, when the caller has it — it is the same computation)."""
     rows = []
     for version in inputs.versions:
-        headline = headline_bootstrap(version.taxonomy, version.codings, n_resamples=resamples, seed=inputs.seed)
+        if version.current and current is not None:
+            headline = current
+        else:
+            headline = headline_bootstrap(version.taxonomy, version.codings, n_resamples=resamples, seed=inputs.seed)
         per_item = Counter(c.item for c in version.codings)
         rows.append(
             {

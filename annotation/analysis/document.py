@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-SCHEMA = 1
+SCHEMA = 2  # 2: macro κ over common codes, Fleiss from the design, the headline CI's Monte Carlo error
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ class StudyInputs:
     runs_total: int
     taxonomy: Taxonomy = field(default_factory=lambda: Taxonomy({}))
     codings: list[Coding] = field(default_factory=list)  # independent codings against the pinned version
-    submitted_at: dict[str, list[datetime]] = field(default_factory=dict)  # run -> its submit times, in order
+    submitted_at: dict[str, list[datetime]] = field(default_factory=dict)  # run -> its first submissions' times
     versions: list[VersionCodings] = field(default_factory=list)
     instances: list[FinalInstance] = field(default_factory=list)
     pairs: list[PairOutcome] = field(default_factory=list)
@@ -159,8 +159,8 @@ def independent_codings(
 ) -> tuple[Taxonomy, list[Coding], dict[str, list[datetime]]]:
     """The study's taxonomy, every *independent* coding — the label set each annotator submitted
     first (from the submit entry of the history), not later discussion revisions — of one codebook
-    version (`period`; default: the version the study pins now), and each run's submit times in
-    order. The taxonomy holds the study's code universe: every mode of the codebook, or
+    version (`period`; default: the version the study pins now), and the times each run's independent
+    codings came in, in order. The taxonomy holds the study's code universe: every mode of the codebook, or
     (kappa_universe "observed") only the modes some independent coding used — and so, at the upper
     levels, only their subcategories and categories. Two queries."""
     codes = {c.pk: c for c in (period.codebook if period else study.codebook).codes.all()}
@@ -176,8 +176,8 @@ def independent_codings(
     first: dict[int, Coding] = {}
     submitted_at: dict[str, list[datetime]] = defaultdict(list)
     for annotation_id, run_id, username, after, at in entries:
-        submitted_at[str(run_id)].append(at)
         if annotation_id not in first:
+            submitted_at[str(run_id)].append(at)  # when each independent coding of the run came in
             labels = frozenset(label["code"] for label in (after or {}).get("labels", []))
             first[annotation_id] = Coding(item=str(run_id), annotator=username, codes=labels)
     if study.kappa_universe == "observed":

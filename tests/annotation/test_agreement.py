@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from annotation.analysis.agreement import (
@@ -61,7 +62,7 @@ def test_pair_levels_by_hand():
     assert mode["n_shared_items"] == 4
     assert mode["pooled"]["kappa"] == pytest.approx(0.5)
     assert mode["per_code_kappa"] == {"m1": pytest.approx(1.0), "m2": pytest.approx(0.0)}
-    assert mode["macro"] == {"kappa": pytest.approx(0.5), "n_codes_defined": 2, "n_codes_undefined": 0}
+    assert mode["macro"] == {"kappa": pytest.approx(0.5), "n_codes_defined": 2, "n_codes_undefined": 0, "n_codes": 2}
     assert mode["alpha_masi"]["alpha"] == pytest.approx(5 / 12)
     # category level: A {c1,c1,-,c1}, B all c1 -> p_o = p_e = .75 -> κ = 0
     assert pair["levels"]["category"]["pooled"]["kappa"] == pytest.approx(0.0)
@@ -78,6 +79,45 @@ def test_overall_by_hand():
     assert overall["alpha_masi_all_annotators"] == pytest.approx(5 / 12)
 
 
+def test_macro_kappa_averages_one_code_set_for_every_pair():
+    # A-B: m1 and m2 both vary -> both defined. A-C on j1..j3: C and A never use m2 there -> m2 undefined.
+    # Every pair's macro averages the codes defined for *every* pair (m1 only), so the pairs are comparable.
+    codings = EXAMPLE + [
+        c("j1", "A", "m1"), c("j1", "C", "m1"),
+        c("j2", "A"), c("j2", "C", "m1"),
+        c("j3", "A"), c("j3", "C"),
+    ]  # fmt: skip
+    report = agreement_report(TAX, codings)
+    rows = {tuple(p["annotators"]): p["levels"]["mode"] for p in report["pairs"]}
+    ab, ac = rows[("A", "B")], rows[("A", "C")]
+    assert ab["per_code_kappa"]["m2"] == pytest.approx(0.0) and ac["per_code_kappa"]["m2"] is None
+    assert ab["macro"]["n_codes"] == ac["macro"]["n_codes"] == 1
+    assert ab["macro"]["kappa"] == pytest.approx(ab["per_code_kappa"]["m1"])  # not the mean of m1 and m2
+    assert ac["macro"]["kappa"] == pytest.approx(ac["per_code_kappa"]["m1"])
+    assert rows[("B", "C")]["n_shared_items"] == 0 and rows[("B", "C")]["macro"]["kappa"] is None
+    assert report["overall"]["mode"]["macro_n_codes"] == 1
+    assert report["overall"]["mode"]["mean_pairwise_macro_kappa"] == pytest.approx(
+        (ab["per_code_kappa"]["m1"] + ac["per_code_kappa"]["m1"]) / 2
+    )
+
+
+def test_fleiss_takes_the_designed_coders_per_run_and_counts_the_rest():
+    # Two coders per run by design; one run has a third (a reassigned slot's extra coding) and one only one.
+    codings = EXAMPLE + [c("i1", "C", "m2"), c("j1", "A", "m1")]
+    by_design = agreement_report(TAX, codings, raters=2)["overall"]["mode"]
+    assert by_design["fleiss_raters_per_run"] == 2 and by_design["fleiss_raters_from"] == "design"
+    assert by_design["fleiss_n_runs"] == 3  # i2, i3, i4: exactly two codings
+    assert by_design["fleiss_runs_more"] == 1 and by_design["fleiss_runs_fewer"] == 1
+    three = [x for x in EXAMPLE if x.item in {"i2", "i3", "i4"}]
+    assert by_design["fleiss_kappa_pooled"] == pytest.approx(
+        agreement_report(TAX, three)["overall"]["mode"]["fleiss_kappa_pooled"]
+    )
+    # Without the design, the most codings any run has (3) would leave Fleiss one run.
+    from_data = agreement_report(TAX, codings)["overall"]["mode"]
+    assert from_data["fleiss_raters_per_run"] == 3 and from_data["fleiss_raters_from"] == "data"
+    assert from_data["fleiss_n_runs"] == 1 and from_data["fleiss_runs_fewer"] == 4
+
+
 def test_universe_is_the_codebook_not_the_data():
     tax = Taxonomy({"m1": ("s1", "c1"), "m2": ("s2", "c1"), "unused": ("s3", "c2")})
     mode = agreement_report(tax, EXAMPLE)["pairs"][0]["levels"]["mode"]
@@ -86,6 +126,7 @@ def test_universe_is_the_codebook_not_the_data():
     assert mode["pooled"]["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e))
     assert mode["per_code_kappa"]["unused"] is None
     assert mode["macro"]["n_codes_undefined"] == 1 and mode["macro"]["n_codes_defined"] == 2
+    assert mode["macro"]["n_codes"] == 2 and mode["macro"]["kappa"] == pytest.approx(0.5)  # the unused code not in it
 
 
 def test_pair_without_shared_items_is_undefined_and_excluded():
@@ -204,6 +245,30 @@ def test_bootstrap_ci_contains_the_point_and_is_reproducible():
     assert ci == headline_bootstrap(TAX, codings, n_resamples=300, seed=1)
 
 
+def test_bootstrap_limits_carry_their_monte_carlo_error():
+    # 300 runs, 12 modes, two coders who mostly agree: κ's bootstrap distribution is close to continuous.
+    rng = np.random.default_rng(5)
+    tax = Taxonomy({f"m{i}": (f"s{i % 5}", f"c{i % 3}") for i in range(12)})
+    codings = []
+    for i in range(300):
+        first = set(rng.choice(sorted(tax.modes), size=rng.integers(0, 3), replace=False))
+        second = set(first)
+        if rng.random() < 0.3:
+            second.add(str(rng.choice(sorted(tax.modes))))
+        if rng.random() < 0.2 and second:
+            second.pop()
+        codings += [c(f"i{i}", "A", *first), c(f"i{i}", "B", *second)]
+    # The stated error is what the limit really varies by from one seed to the next (within a factor 1.5) ...
+    runs = [headline_bootstrap(tax, codings, n_resamples=1000, seed=seed) for seed in range(20)]
+    for limit in ("ci_low", "ci_high"):
+        spread = np.std([r[limit] for r in runs], ddof=1)
+        stated = np.mean([r[f"{limit}_mcse"] for r in runs])
+        assert spread / 1.5 < stated < spread * 1.5, (limit, spread, stated)
+    # ... it shrinks as the resamples grow; too few resamples to batch leave it unstated.
+    assert headline_bootstrap(tax, codings, n_resamples=10_000, seed=0)["ci_low_mcse"] < stated / 2
+    assert headline_bootstrap(tax, codings, n_resamples=50, seed=0)["ci_low_mcse"] is None
+
+
 def test_command_on_a_file(tmp_path):
     import json
     from io import StringIO
@@ -232,8 +297,12 @@ def test_command_on_a_file(tmp_path):
         "mean_pairwise_macro_kappa",
         "n_pairs_defined",
         "fleiss_kappa_pooled",
+        "macro_n_codes",
         "fleiss_raters_per_run",
+        "fleiss_raters_from",
         "fleiss_n_runs",
+        "fleiss_runs_fewer",
+        "fleiss_runs_more",
         "alpha_nominal_pooled_binary",
         "alpha_masi_all_annotators",
     }

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 
+from annotation.analysis.compute import BOOTSTRAP_RESAMPLES
 from annotation.analysis.store import analysis_changed
 from annotation.models import Assignment
 from annotation.selectors.queue import annotation_for
@@ -55,7 +56,11 @@ def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_pat
     printed = json.loads(reproduce(bundle).stdout)
     shown = json.loads(zipfile.ZipFile(bundle).read("dashboard.json"))
     assert printed["agreement"]["headline"]["ci_low"] == shown["agreement"]["headline"]["ci_low"]
-    assert shown["agreement"]["headline"]["seed"] == 11 and shown["agreement"]["headline"]["n_resamples"] == 1000
+    assert (
+        shown["agreement"]["headline"]["seed"] == 11
+        and shown["agreement"]["headline"]["n_resamples"] == BOOTSTRAP_RESAMPLES
+    )
+    assert shown["agreement"]["headline"]["ci_low_mcse"] == printed["agreement"]["headline"]["ci_low_mcse"] > 0
 
     with zipfile.ZipFile(bundle) as z:
         names = set(z.namelist())

@@ -172,3 +172,28 @@ def test_a_refresh_that_cannot_be_queued_does_not_fail_the_change(study, trio, c
     assert analysis_request(study_id=study.pk) is False
     assert Annotation.objects.get(assignment=assignment).is_submitted
     assert Study.objects.get(pk=study.pk).statistics_queued_at is None  # asked again at the next change
+
+
+def test_kappa_over_time_follows_the_runs_compared_and_ends_at_the_headline(study, codebook, trio, adjudicator):
+    # Three coders per run by design; only part of the third codings are in. κ over time counts a run once
+    # two annotators have coded it independently, so its last point is every run the headline compares.
+    from annotation.services.studies import study_assign, study_create
+
+    triple = study_create(name="T", codebook=codebook, annotators=trio, adjudicator=adjudicator, coders_per_run=3)
+    study_assign(study=triple)
+    lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
+    for index, run in enumerate(triple.runs.order_by("pk")):
+        slots = both(triple, run)
+        code_run(slots[0], [lossy])
+        code_run(slots[1], [lossy] if index % 2 else [stale])
+        if index < 2:
+            code_run(slots[2], [lossy])
+    document = compute.compute(read_inputs(triple), resamples=0)
+    headline = document.agreement["headline"]
+    assert headline["n_items"] == triple.runs.count() == 6
+    last = document.over_time[-1]
+    assert last["runs"] == headline["n_items"] and last["kappa"] == pytest.approx(headline["kappa"], abs=1e-12)
+    assert [p["runs"] for p in document.over_time] == sorted({p["runs"] for p in document.over_time})
+    overall = document.agreement["overall"]["mode"]
+    assert overall["fleiss_raters_per_run"] == 3 and overall["fleiss_raters_from"] == "design"
+    assert (overall["fleiss_n_runs"], overall["fleiss_runs_fewer"]) == (2, 4)

@@ -13,6 +13,7 @@ from annotation.analysis.agreement import (
     headline_bootstrap,
     taxonomy_from_json,
 )
+from annotation.analysis.compute import BOOTSTRAP_RESAMPLES
 from annotation.analysis.inputs import read_inputs
 from annotation.models import Study
 
@@ -28,7 +29,14 @@ class Command(BaseCommand):
         parser.add_argument("--study", help="Study id or name (without --input).")
         parser.add_argument("--format", choices=("json",), default="json")
         parser.add_argument("--ci", action="store_true", help="Add a bootstrap 95%% CI for the headline κ.")
-        parser.add_argument("--resamples", type=int, default=1000)
+        parser.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES)
+        parser.add_argument(
+            "--raters",
+            type=int,
+            default=None,
+            help="Codings per run by design, for Fleiss' κ (--input; default: the file's 'raters', else the most "
+            "codings any run has). A study uses its own coders per run.",
+        )
         parser.add_argument(
             "--seed", type=int, default=None, help="Bootstrap seed for --input (default 0); a study uses its own."
         )
@@ -66,7 +74,10 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(compute.jsonable(report), indent=2))
             return
         try:
-            report = agreement_report(taxonomy, codings)
+            raters = options["raters"] if options["raters"] is not None else data.get("raters")
+            if raters is not None and (not isinstance(raters, int) or isinstance(raters, bool) or raters < 2):
+                raise CommandError(f"{path}: field 'raters': the codings per run by design, a whole number ≥ 2")
+            report = agreement_report(taxonomy, codings, raters=raters)
             if options["ci"]:
                 report["headline"] = headline_bootstrap(
                     taxonomy, codings, n_resamples=options["resamples"], seed=options["seed"] or 0
