@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -264,12 +264,15 @@ def train(
     detectors: Sequence[str],
     params: Params,
     progress: Callable[[int, int], None] | None = None,
+    hint_free: Collection[int] | None = None,
 ) -> Result:
     """Cross-validate, then fit on every labelled run and predict every run of `runs`.
 
     `gold` holds the final modes of the labelled runs (an empty set: no failure, a negative for
     every mode); runs not in it are only predicted. `progress(done, total)` is called after each
-    fold and after the final fit."""
+    fold and after the final fit. `hint_free`: the labelled runs whose gold was reached with no hint
+    seen — the scores are given over them too (each mode's `hint_free`, the summary's), beside the
+    scores over every labelled run: the hints are detector hits, which are features here."""
     import numpy as np
 
     params.validate()
@@ -319,6 +322,13 @@ def train(
     pooled = positive_class_scores(Y.ravel(), predicted.ravel())  # every (run, mode) decision: micro-averaged
     summary = {"micro_f1": pooled["f1"], "macro_f1": float(np.mean([s["f1"] for s in scores])),
                "runs": len(labelled), "tasks": n_groups}  # fmt: skip
+    if hint_free is not None:
+        free = np.array([run.run_id in hint_free for run in labelled], dtype=bool)
+        for i, row in enumerate(scores):
+            row["hint_free"] = positive_class_scores(Y[free, i], predicted[free, i])
+        pooled_free = positive_class_scores(Y[free].ravel(), predicted[free].ravel())
+        summary["hint_free"] = {"runs": int(free.sum()), "micro_f1": pooled_free["f1"],
+                                "macro_f1": float(np.mean([s["hint_free"]["f1"] for s in scores]))}  # fmt: skip
     everything = _matrix(runs, detectors, modes)
     probabilities = _fit_predict(X, Y, everything, params)
     if progress:

@@ -77,7 +77,7 @@ def parse_annotation_form(data: QueryDict) -> dict:
     }
 
 
-RULING_INPUTS = ("rationale", "consequence", "evidence", "contrast")  # the adjudication form's fields per mode
+RULING_INPUTS = ("episodes", "rationale", "consequence", "evidence", "contrast")  # the ruling form's fields per mode
 
 
 def parse_ruling_form(data: QueryDict) -> dict:
@@ -92,6 +92,9 @@ def parse_ruling_form(data: QueryDict) -> dict:
                 realized_consequence=data.get(f"consequence-{code_id}", ""),
                 evidence=_lines(data.get(f"evidence-{code_id}", "")),
                 contrast=_lines(data.get(f"contrast-{code_id}", "")),
+                episodes=_int(episodes, f"episodes-{code_id}")
+                if (episodes := data.get(f"episodes-{code_id}", "").strip())
+                else None,
             )
         )
     return {"rulings": rulings, "no_failure": data.get("no_failure") == "on", "note": data.get("note", "")}

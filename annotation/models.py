@@ -244,6 +244,9 @@ LABEL_FIELDS = (
 )
 
 
+MAX_INSTANCES = 50  # episodes of one mode in one run; the study's records have a handful
+
+
 class LabelFields(models.Model):
     """What the study records for one failure mode, on an annotator's label and on a final label alike."""
 
@@ -349,6 +352,11 @@ class FinalLabel(LabelFields):
     code = models.ForeignKey(Code, on_delete=models.PROTECT, related_name="final_labels")
     provenance = models.CharField(max_length=11, blank=True, default="", help_text="As FinalCoding.provenance.")
     decided_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    count_agreed = models.BooleanField(
+        default=True,
+        help_text="False: an episode beyond the count every coder gave — kept from a final coding made before "
+        "episode counts were compared (migration 0020); Table 3 does not count it.",
+    )
 
     class Meta:
         ordering = ["final", "code__position", "instance"]

@@ -8,11 +8,18 @@ and NumPy (for the bootstrap, whose random stream is NumPy's). What it recompute
 in docs/agreement.md:
 
 * agreement on the independent codings: Cohen's kappa per annotator pair and level (pooled over the
-  codes of the level, and the macro mean of per-code kappas), the mean pairwise pooled kappa (plain and
-  weighted by shared runs), the mean pairwise macro kappa, Fleiss' kappa on the pooled binary decisions,
-  and the headline (mode-level mean pairwise pooled kappa) with its percentile bootstrap CI over runs;
-* Table 3 from the final labels: instances per category, subcategory and mode, percent, and each code's
-  share of each agent system's instances;
+  codes of the level, per code, and the macro mean over the codes defined for every pair), the defined and
+  undefined code counts, the mean pairwise pooled kappa (plain and weighted by shared runs), the mean
+  pairwise macro kappa, Fleiss' kappa on the pooled binary decisions of the runs with the design's k codings
+  (and how many runs have fewer or more), Krippendorff's alpha (nominal on the binary decisions, MASI on the
+  code sets, per pair and over all annotators) from the coincidence definitions, and the headline
+  (mode-level mean pairwise pooled kappa) with its percentile bootstrap CI over runs and the CI limits'
+  Monte Carlo error;
+* agreement on the episode counts (what Table 3 adds up): interval alpha over the (run, mode) units some
+  coding picked, and how often the counts were identical where every coding picked the mode;
+* kappa over time: the headline over the runs compared so far, in the order their second coding came in;
+* Table 3 from the final labels whose episode count was agreed or ruled: instances per category,
+  subcategory and mode, percent, and each code's share of each agent system's instances;
 * RQ1 from the pairs: task pass and mean test pass per agent x benchmark; per agent and per agent x
   benchmark McNemar's n, b and c, the exact McNemar p with Holm's correction within each table over the
   rows whose test can reach p <= 0.05 (Tarone 1990), the paired difference in task pass with Newcombe's
@@ -26,8 +33,8 @@ in docs/agreement.md:
 
 `--check` exits 1 and lists every number that differs from dashboard.json by more than 1e-12 (relative
 to the number for numbers above 1: the odds ratios' limits come from a root search here and from
-SciPy's beta quantiles there).
-Krippendorff's alpha is not recomputed here.
+SciPy's beta quantiles there). Kappa per codebook version is not recomputed: the bundle carries the
+current version's independent codings only.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import math
 import sys
 import zipfile
 from collections import Counter, defaultdict
+from datetime import datetime
 from itertools import combinations
 from pathlib import Path
 from statistics import NormalDist
@@ -139,6 +147,73 @@ def fleiss_binary(units: list[tuple[int, ...]]) -> float | None:
     return (p_bar - p_e) / (1 - p_e)
 
 
+def masi(a: frozenset, b: frozenset) -> float:
+    """MASI distance (Passonneau 2006): 1 - Jaccard x monotonicity (1, 2/3, 1/3 or 0)."""
+    if a == b:
+        return 0.0
+    if a <= b or b <= a:
+        weight = 2 / 3
+    elif a & b:
+        weight = 1 / 3
+    else:
+        weight = 0.0
+    return 1.0 - len(a & b) / len(a | b) * weight
+
+
+def alpha(units: list[list], distance) -> float | None:
+    """Krippendorff's alpha from the coincidences of pairable values (units with two values or more):
+    1 - D_o / D_e, D_o = sum over units of (sum over ordered pairs within the unit of d) / (m_u - 1), over n;
+    D_e = (sum over ordered pairs of all n pairable values of d) / (n (n - 1)). None when D_e = 0."""
+    pairable = [unit for unit in units if len(unit) >= 2]
+    n = sum(len(unit) for unit in pairable)
+    if n < 2:
+        return None
+    observed = (
+        sum(
+            sum(distance(x, y) for i, x in enumerate(unit) for j, y in enumerate(unit) if i != j) / (len(unit) - 1)
+            for unit in pairable
+        )
+        / n
+    )
+    values = Counter(value for unit in pairable for value in unit)
+    expected = sum(values[x] * values[y] * distance(x, y) for x in values for y in values if x != y) / (n * (n - 1))
+    return None if expected == 0 else 1 - observed / expected
+
+
+def nominal(x, y) -> float:
+    return 0.0 if x == y else 1.0
+
+
+def interval(x, y) -> float:
+    return float(x - y) ** 2
+
+
+def count_agreement(counts: dict[str, dict[str, Counter]]) -> dict:
+    """Agreement on the episode counts: a unit is a (run, mode) some coding of a run coded at least twice
+    picked; each coding's value is its episodes of the mode (0 if it did not pick it)."""
+    units, agreed, identical, runs = [], 0, 0, 0
+    for coders in counts.values():
+        if len(coders) < 2:
+            continue
+        seen = sorted({code for episodes in coders.values() for code in episodes})
+        runs += bool(seen)
+        for code in seen:
+            values = [episodes[code] for episodes in coders.values()]
+            units.append(values)
+            if all(values):
+                agreed += 1
+                identical += len(set(values)) == 1
+    return {
+        "alpha_interval": alpha(units, interval),
+        "n_units": len(units),
+        "n_runs": runs,
+        "n_values": sum(len(u) for u in units),
+        "units_mode_agreed": agreed,
+        "units_count_identical": identical,
+        "share_count_identical": identical / agreed if agreed else None,
+    }
+
+
 def observed_only(modes: dict, codings: dict[str, dict[str, frozenset]]) -> dict:
     """The modes some independent coding used (the study's 'observed' code universe)."""
     seen = {code for coders in codings.values() for codes in coders.values() for code in codes}
@@ -158,10 +233,16 @@ def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, 
             x = [int(code in s) for s in sets_a for code in codes]
             y = [int(code in s) for s in sets_b for code in codes]
             per_code = {c: kappa([int(c in s) for s in sets_a], [int(c in s) for s in sets_b]) for c in codes}
+            defined = sum(1 for value in per_code.values() if value is not None) if shared else 0
             levels[level] = {
                 "n_shared_items": len(shared),
                 "pooled": {"kappa": kappa(x, y) if shared else None},
                 "per_code_kappa": per_code if shared else dict.fromkeys(codes),
+                "n_codes_defined": defined,
+                "n_codes_undefined": len(codes) - defined,
+                "alpha_masi": alpha([[sa, sb] for sa, sb in zip(sets_a, sets_b, strict=True)], masi)
+                if shared
+                else None,
             }
         pairs.append({"annotators": [a, b], "levels": levels})
     macro_codes = {}
@@ -172,11 +253,15 @@ def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, 
         macro_codes[level] = len(common)
         for p in pairs:
             row = p["levels"][level]
-            row["macro"] = {"kappa": mean(row["per_code_kappa"][c] for c in common) if row["n_shared_items"] else None}
+            row["macro"] = {
+                "kappa": mean(row["per_code_kappa"][c] for c in common) if row["n_shared_items"] else None,
+                "n_codes": len(common),
+            }
     overall = {}
     # Fleiss: the runs with exactly k codings in, k = the study's coders per run (study.json)
     k = raters
     complete = [coders for coders in codings.values() if len(coders) == k] if k >= 2 else []
+    multiple = [coders for coders in codings.values() if len(coders) >= 2]
     for level in LEVELS:
         rows = [p["levels"][level] for p in pairs]
         defined = [r for r in rows if r["pooled"]["kappa"] is not None]
@@ -198,7 +283,17 @@ def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, 
             "fleiss_n_runs": len(complete),
             "fleiss_runs_fewer": sum(1 for coders in codings.values() if 0 < len(coders) < k),
             "fleiss_runs_more": sum(1 for coders in codings.values() if len(coders) > k),
-        }
+            "n_pairs_defined": len(defined),
+            # alpha on the binary decisions (run x code, every run coded twice or more) and on the code sets
+            "alpha_nominal_pooled_binary": alpha(
+                [[int(code in lift(modes, v, level)) for v in coders.values()]
+                 for coders in multiple for code in universe(modes, level)],
+                nominal,
+            ),
+            "alpha_masi_all_annotators": alpha(
+                [[lift(modes, v, level) for v in coders.values()] for coders in multiple], masi
+            ),
+        }  # fmt: skip
     return {"pairs": pairs, "overall": overall, "headline": headline(modes, codings, annotators, seed, resamples)}
 
 
@@ -268,11 +363,35 @@ def limits(estimates, confidence: float):
     return float(values[int(tail * (len(values) - 1))]), float(values[int((1 - tail) * (len(values) - 1))])
 
 
+def over_time(modes, codings, submitted: dict[str, dict[str, str]], points: int = 10) -> list[dict]:
+    """The headline kappa over the runs compared so far, in the order their second independent coding came
+    in, at `points` even steps (round half to even, as Python rounds) — the last is every run compared."""
+    import numpy as np
+
+    second = sorted(
+        (sorted(datetime.fromisoformat(t) for t in when.values())[1], item)
+        for item, when in submitted.items()
+        if len(when) >= 2
+    )
+    if not second:
+        return []
+    steps = sorted({max(1, round(len(second) * j / points)) for j in range(1, points + 1)})
+    out = []
+    for n in steps:
+        first_n = {item: codings[item] for _, item in second[:n]}
+        annotators = sorted({a for coders in first_n.values() for a in coders})
+        value = headline(modes, first_n, annotators, 0, 0)["kappa"]
+        out.append({"runs": n, "kappa": None if value is None or np.isnan(value) else value})
+    return out
+
+
 # -- Table 3 -------------------------------------------------------------------------------------
 
 
 def table3(finals: list[dict], runs_total: int, agents: list[str]) -> dict:
-    instances = [row for row in finals if row["mode"]]
+    # an instance: a final label row (one episode of a mode on a run) whose count was agreed or ruled
+    counted = [row for row in finals if row["mode"]]
+    instances = [row for row in counted if boolean(row.get("count_agreed", "True")) is not False]
     per_agent = Counter(row["agent"] for row in instances)
     rows = {}
     for level in ("category", "subcategory", "mode"):
@@ -289,6 +408,8 @@ def table3(finals: list[dict], runs_total: int, agents: list[str]) -> dict:
         "instances": len(instances),
         "runs_with_mode": len({row["run_id"] for row in instances}),
         "runs_total": runs_total,
+        "runs_final": len({row["run_id"] for row in finals}),
+        "instances_not_agreed": len(counted) - len(instances),
     }
 
 
@@ -527,9 +648,13 @@ def reproduce(bundle: Bundle) -> dict:
     study = bundle.json("study.json")
     modes = taxonomy(bundle.table("codebook"))
     codings: dict[str, dict[str, frozenset]] = defaultdict(dict)
+    counts: dict[str, dict[str, Counter]] = defaultdict(dict)  # run -> annotator -> mode -> episodes
+    submitted: dict[str, dict[str, str]] = defaultdict(dict)  # run -> annotator -> when (ISO 8601)
     for row in bundle.table("independent_codings"):
         current = codings[row["run_id"]].get(row["annotator"], frozenset())
         codings[row["run_id"]][row["annotator"]] = current | ({row["mode"]} if row["mode"] else set())
+        counts[row["run_id"]].setdefault(row["annotator"], Counter()).update([row["mode"]] if row["mode"] else [])
+        submitted[row["run_id"]][row["annotator"]] = row["submitted_at"]
     if study["agreement"].get("code_universe") == "observed":
         modes = observed_only(modes, codings)
     boot = study["agreement"]["bootstrap"]
@@ -546,6 +671,8 @@ def reproduce(bundle: Bundle) -> dict:
     agents = sorted({row["agent"] for row in pairs} | {row["agent"] for row in finals})
     return {
         "agreement": agreement(modes, codings, boot["seed"], boot["resamples"], study["coders_per_run"]),
+        "counts": count_agreement(counts),
+        "over_time": over_time(modes, codings, submitted),
         "table3": table3(finals, study["runs"], agents),
         "rq1": rq1(pairs),
         "rq2": rq2(bundle.table("run_metrics")),
@@ -583,14 +710,30 @@ def differences(mine: dict, shown: dict) -> list[str]:
             same(f"{name} shared runs", data["n_shared_items"], theirs["n_shared_items"])
             same(f"{name} pooled", data["pooled"]["kappa"], theirs["pooled"]["kappa"])
             same(f"{name} macro", data["macro"]["kappa"], theirs["macro"]["kappa"])
+            same(f"{name} macro codes", data["macro"]["n_codes"], theirs["macro"].get("n_codes"))
+            for key in ("n_codes_defined", "n_codes_undefined"):
+                same(f"{name} {key}", data[key], theirs["macro"][key])
+            same(f"{name} alpha MASI", data["alpha_masi"], theirs["alpha_masi"]["alpha"])
+            for code, value in data["per_code_kappa"].items():
+                same(f"{name} kappa of {code}", value, theirs["per_code_kappa"].get(code, "absent"))
     for level, data in ag["overall"].items():
         for key, value in data.items():
             same(f"overall {level} {key}", value, shown_ag["overall"][level][key])
     for key in ("kappa", "ci_low", "ci_high", "n_items", "ci_low_mcse", "ci_high_mcse"):
         same(f"headline {key}", ag["headline"][key], shown_ag["headline"][key])
 
+    for key, value in mine["counts"].items():
+        same(f"episode counts {key}", value, shown_ag.get("counts", {}).get(key, "absent"))
+    shown_time = shown.get("over_time", [])
+    if [p["runs"] for p in mine["over_time"]] != [p["runs"] for p in shown_time]:
+        out.append(f"kappa over time steps: recomputed {[p['runs'] for p in mine['over_time']]}, "
+                   f"dashboard {[p['runs'] for p in shown_time]}")  # fmt: skip
+    else:
+        for point, theirs in zip(mine["over_time"], shown_time, strict=True):
+            same(f"kappa over time at {point['runs']} runs", point["kappa"], theirs["kappa"])
+
     t3, shown_t3 = mine["table3"], shown["table3"]
-    for key in ("instances", "runs_with_mode", "runs_total"):
+    for key in ("instances", "runs_with_mode", "runs_total", "runs_final", "instances_not_agreed"):
         same(f"table3 {key}", t3[key], shown_t3[key])
     shown_rows = {(row["level"], row["key"]): row for row in shown_t3["rows"]}
     if set(shown_rows) != set(t3["rows"]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 
 LEVELS = ("mode", "subcategory", "category")
@@ -43,6 +43,15 @@ class Coding:
     item: str
     annotator: str
     codes: frozenset[str]
+    # (mode, episodes) for the modes seen in more than one episode, or all of them; a mode of `codes`
+    # not named here is one episode (a coding from a file of mode sets).
+    counts: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+
+    def episodes(self, code: str) -> int:
+        """How many episodes (instances) of the mode this coding recorded: 0 if it did not pick it."""
+        if code not in self.codes:
+            return 0
+        return dict(self.counts).get(code, 1)
 
 
 def build_index(taxonomy: Taxonomy, codings: Sequence[Coding]) -> dict[str, dict[str, frozenset[str]]]:
@@ -137,6 +146,54 @@ def alpha_nominal_binary(units: Sequence[Sequence[int]]) -> float | None:
     for column, unit in enumerate(pairable):
         data[: len(unit), column] = unit
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+
+
+def alpha_interval(units: Sequence[Sequence[float]]) -> float | None:
+    """Krippendorff's interval α (δ² = (a − b)²) for units of numbers, two or more per unit (the
+    krippendorff package; units with fewer values than another have the rest missing)."""
+    pairable = [list(unit) for unit in units if len(unit) >= 2]
+    if not pairable or len({value for unit in pairable for value in unit}) < 2:
+        return None  # every value the same: no expected disagreement, α is undefined
+    import krippendorff
+    import numpy as np
+
+    width = max(len(unit) for unit in pairable)
+    data = np.full((width, len(pairable)), np.nan)
+    for column, unit in enumerate(pairable):
+        data[: len(unit), column] = unit
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement="interval"))
+
+
+def count_agreement(codings: Sequence[Coding]) -> dict:
+    """Agreement on what Table 3 counts: how many episodes of each mode a run shows. A unit is a (run,
+    mode) that at least one of the run's independent codings picked, in a run coded by two annotators or
+    more; each coding's value is its number of episodes of the mode, 0 when it did not pick it.
+    Krippendorff's interval α over those units, and, on the units every coding picked the mode (the
+    mode agreed), how often the counts were identical. docs/agreement.md."""
+    by_item: dict[str, list[Coding]] = {}
+    for coding in codings:
+        by_item.setdefault(coding.item, []).append(coding)
+    units, agreed, identical, runs = [], 0, 0, 0
+    for coders in by_item.values():
+        if len(coders) < 2:
+            continue
+        seen = sorted(set().union(*(c.codes for c in coders)))
+        runs += bool(seen)
+        for code in seen:
+            values = [c.episodes(code) for c in coders]
+            units.append(values)
+            if all(values):
+                agreed += 1
+                identical += len(set(values)) == 1
+    return {
+        "alpha_interval": alpha_interval(units),
+        "n_units": len(units),
+        "n_runs": runs,
+        "n_values": sum(len(u) for u in units),
+        "units_mode_agreed": agreed,
+        "units_count_identical": identical,
+        "share_count_identical": identical / agreed if agreed else None,
+    }
 
 
 def fleiss_kappa_binary(units: Sequence[Sequence[int]]) -> float | None:

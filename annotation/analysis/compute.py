@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .agreement import LEVELS, agreement_report, headline_bootstrap, headline_series
+from .agreement import LEVELS, agreement_report, count_agreement, headline_bootstrap, headline_series
 from .document import AnalysisSettings, StudyAnalysis, jsonable
 from .inputs import StudyInputs
 from .reports import concurrency_helped, failure_mode_table, outcome_comparison, process_summary
@@ -45,6 +45,7 @@ def agreement(inputs: StudyInputs, *, resamples: int = BOOTSTRAP_RESAMPLES) -> d
     taxonomy, codings = inputs.taxonomy, inputs.codings
     report = agreement_report(taxonomy, codings, raters=inputs.coders_per_run)
     report["headline"] = headline_bootstrap(taxonomy, codings, n_resamples=resamples, seed=inputs.seed)
+    report["counts"] = count_agreement(codings)  # on the episode counts Table 3 adds up
     report["names"] = dict(inputs.names)
     report["code_universe"] = {
         "kind": inputs.kappa_universe,
@@ -114,8 +115,10 @@ def kappa_by_version(
 
 
 def table3(inputs: StudyInputs) -> dict:
-    """The study's Table 3: failure-mode instances per category, subcategory and mode."""
-    return failure_mode_table(inputs.instances, agents=inputs.agents, runs_total=inputs.runs_total)
+    """The study's Table 3: failure-mode instances per category, subcategory and mode, with how many
+    runs have final labels and how many final episodes it leaves out (their count was not agreed)."""
+    table = failure_mode_table(inputs.instances, agents=inputs.agents, runs_total=inputs.runs_total)
+    return {**table, "runs_final": inputs.runs_final, "instances_not_agreed": inputs.instances_not_agreed}
 
 
 def signatures(inputs: StudyInputs) -> dict:
@@ -124,7 +127,23 @@ def signatures(inputs: StudyInputs) -> dict:
     evaluation = evaluate_signatures(
         inputs.signature_runs, detector_modes=inputs.detector_modes, codebook_modes=inputs.codebook_modes
     )
-    return {**evaluation, "detector_version": inputs.detector_version}
+    # The same over the runs whose gold was reached with no hint seen (incorporation bias: the hints are
+    # these detectors' hits), side by side with the figures over every run.
+    free = evaluate_signatures(
+        [run for run in inputs.signature_runs if run.hint_free],
+        detector_modes=inputs.detector_modes,
+        codebook_modes=inputs.codebook_modes,
+    )
+    for table in ("detectors", "modes", "detector_modes"):
+        beside = {_row_key(row): row for row in free[table]}
+        for row in evaluation[table]:
+            other = beside.get(_row_key(row), {})
+            row["hint_free"] = {name: other.get(name) for name in ("tp", "fp", "fn", "tn", "precision", "recall")}
+    return {**evaluation, "detector_version": inputs.detector_version, "hint_free_runs": free["runs"]}
+
+
+def _row_key(row: dict) -> tuple:
+    return row.get("detector"), row.get("mode")
 
 
 def helped_pairs(inputs: StudyInputs) -> list[list]:

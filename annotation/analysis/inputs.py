@@ -7,7 +7,7 @@ Every reader takes a study and runs a fixed number of queries, whatever its size
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -65,6 +65,8 @@ class StudyInputs:
     names: dict[str, str]  # mode/subcategory/category key -> name, of the codebook the study pins
     agents: list[str]
     runs_total: int
+    runs_final: int = 0  # runs with a final coding
+    instances_not_agreed: int = 0  # final episodes whose count no coder agreement or ruling gave (count_agreed)
     taxonomy: Taxonomy = field(default_factory=lambda: Taxonomy({}))
     codings: list[Coding] = field(default_factory=list)  # independent codings against the pinned version
     submitted_at: dict[str, list[datetime]] = field(default_factory=dict)  # run -> its first submissions' times
@@ -111,6 +113,8 @@ def read_inputs(study: Study, *, parts: tuple[str, ...] = PARTS) -> StudyInputs:
         values.update(taxonomy=current[0], codings=current[1], submitted_at=current[2], versions=versions)
     if "table3" in parts:
         values["instances"] = final_instances(study=study)
+        values["runs_final"] = FinalCoding.objects.filter(study=study).count()
+        values["instances_not_agreed"] = FinalLabel.objects.filter(final__study=study, count_agreed=False).count()
     if "pairs" in parts:
         values["pairs"] = pair_outcomes(study=study)
     if "metrics" in parts:
@@ -178,8 +182,9 @@ def independent_codings(
     for annotation_id, run_id, username, after, at in entries:
         if annotation_id not in first:
             submitted_at[str(run_id)].append(at)  # when each independent coding of the run came in
-            labels = frozenset(label["code"] for label in (after or {}).get("labels", []))
-            first[annotation_id] = Coding(item=str(run_id), annotator=username, codes=labels)
+            counts = Counter(label["code"] for label in (after or {}).get("labels", []))  # a row per episode
+            first[annotation_id] = Coding(item=str(run_id), annotator=username, codes=frozenset(counts),
+                                          counts=tuple(sorted(counts.items())))  # fmt: skip
     if study.kappa_universe == "observed":
         observed = {code for coding in first.values() for code in coding.codes}
         modes = {key: parents for key, parents in modes.items() if key in observed}
@@ -190,9 +195,10 @@ def independent_codings(
 
 
 def final_instances(*, study: Study) -> list[FinalInstance]:
-    """Every final label of the study as a Table 3 instance (plain values: one row per label)."""
+    """Every final label of the study as a Table 3 instance (plain values: one row per label), but the
+    episodes beyond the count the coders agreed on or the adjudicator ruled (count_agreed)."""
     codes = {c.pk: c for c in study.codebook.codes.all()}
-    rows = FinalLabel.objects.filter(final__study=study).values_list(
+    rows = FinalLabel.objects.filter(final__study=study, count_agreed=True).values_list(
         "final__run_id", "final__run__agent__name", "code_id"
     )
     out = []
@@ -301,11 +307,55 @@ def strata(*, study: Study) -> list[dict]:
     return rows
 
 
+def hint_free_runs(*, study: Study) -> set[int]:
+    """The runs of the study whose final labels were reached with no failure-signature hint seen: the gold
+    against which the detectors and the suggestions model are measured without incorporation bias (the
+    hints are the detectors' hits, and a label made after seeing them is not independent of them).
+
+    A run with no hit had nothing to show. A run with hits is hint-free when its labels are the study's
+    published ones (imported); agreed, and no coder showed the hints before their own first submission; or
+    resolved by consensus, and no coder showed them before the consensus. Adjudicated runs with hits are not:
+    the adjudication page shows the adjudicator the hits. Three queries."""
+    finals = {
+        run_id: (provenance, decided_at)
+        for run_id, provenance, decided_at in FinalCoding.objects.filter(study=study).values_list(
+            "run_id", "provenance", "decided_at"
+        )
+    }
+    with_hits = set(SignatureHit.objects.filter(run_id__in=list(finals)).values_list("run_id", flat=True).distinct())
+    return _hint_free(study, finals, with_hits)
+
+
+def _hint_free(study: Study, finals: dict[int, tuple[str, datetime]], with_hits: set[int]) -> set[int]:
+    """hint_free_runs, from the study's final codings (run -> provenance, decided at) and the runs with
+    hits. One query: every coding of those runs whose annotator showed the hints, with its first submission."""
+    first_submit = AuditEntry.objects.filter(annotation=OuterRef("pk"), action="submit").order_by("at").values("at")[:1]
+    seen = (
+        Annotation.objects.filter(
+            assignment__study=study, assignment__run_id__in=with_hits, hints_seen_at__isnull=False
+        )
+        .annotate(first_submit=Subquery(first_submit))
+        .values_list("assignment__run_id", "hints_seen_at", "first_submit")
+    )
+    exposed = {run for run in with_hits if finals[run][0] == FinalCoding.Provenance.ADJUDICATED}
+    for run_id, shown_at, submitted in seen if with_hits else ():
+        provenance, decided_at = finals[run_id]
+        # the moment this coder's labels could no longer change: their first submission (agreed) or the
+        # consensus; published labels were never shown anything
+        settled = {FinalCoding.Provenance.AGREED: submitted, FinalCoding.Provenance.CONSENSUS: decided_at}
+        if provenance in settled and (settled[provenance] is None or shown_at < settled[provenance]):
+            exposed.add(run_id)
+    return set(finals) - exposed
+
+
 def signature_runs(*, study: Study) -> list[RunSignatures]:
-    """Every run of the study with a final coding: its gold mode keys, its stored hits, and whether
-    they were computed by the current detectors (DETECTOR_VERSION). Three queries."""
+    """Every run of the study with a final coding: its gold mode keys, its stored hits, whether they
+    were computed by the current detectors (DETECTOR_VERSION), and whether its gold was reached with no
+    hint seen (hint_free_runs). Four queries."""
     finals = FinalCoding.objects.filter(study=study)
-    versions = dict(finals.order_by("run_id").values_list("run_id", "run__signatures_version"))
+    coded = list(finals.order_by("run_id").values_list("run_id", "run__signatures_version", "provenance", "decided_at"))
+    versions = {run_id: version for run_id, version, _, _ in coded}
+    decided = {run_id: (provenance, at) for run_id, _, provenance, at in coded}
     gold: dict[int, set[str]] = defaultdict(set)
     for run_id, key in FinalLabel.objects.filter(final__study=study).values_list("final__run_id", "code__key"):
         gold[run_id].add(key)
@@ -313,12 +363,14 @@ def signature_runs(*, study: Study) -> list[RunSignatures]:
     rows = SignatureHit.objects.filter(run_id__in=finals.values("run_id")).values_list("run_id", "detector", "modes")
     for run_id, detector, modes in rows.order_by("run_id", "position"):
         hits[run_id].append((detector, tuple(modes or ())))
+    free = _hint_free(study, decided, {run_id for run_id, found in hits.items() if found})
     return [
         RunSignatures(
             run_id=run_id,
             gold=frozenset(gold.get(run_id, ())),
             hits=tuple(hits.get(run_id, ())),
             checked=version == DETECTOR_VERSION,
+            hint_free=run_id in free,
         )
         for run_id, version in versions.items()
     ]

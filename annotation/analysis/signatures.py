@@ -28,18 +28,22 @@ COLUMNS = (
     "tn",
     "precision",
     "recall",
+    # the same over the runs whose gold was reached with no hint seen (compute.signatures)
+    *(f"{name}_hint_free" for name in ("tp", "fp", "fn", "tn", "precision", "recall")),
 )
 
 
 @dataclass(frozen=True, slots=True)
 class RunSignatures:
     """One run of the study with a final coding: the mode keys of its final labels, its stored hits
-    as (detector, modes the hit supports), and whether its signatures were computed."""
+    as (detector, modes the hit supports), whether its signatures were computed, and whether its final
+    labels were reached with no hint seen."""
 
     run_id: int
     gold: frozenset[str]
     hits: tuple[tuple[str, tuple[str, ...]], ...] = ()
     checked: bool = True
+    hint_free: bool = True  # its gold was reached with no hint seen (inputs.hint_free_runs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,5 +171,7 @@ def evaluate_signatures(
 
 
 def evaluation_rows(evaluation: dict) -> list[dict]:
-    """The three tables as one list of rows with COLUMNS (the CSV export and the command)."""
-    return [*evaluation["detector_modes"], *evaluation["detectors"], *evaluation["modes"]]
+    """The three tables as one list of rows with COLUMNS (the CSV export and the command); a row's
+    figures over the hint-free runs (when computed) as the `…_hint_free` columns."""
+    rows = [*evaluation["detector_modes"], *evaluation["detectors"], *evaluation["modes"]]
+    return [{**row, **{f"{k}_hint_free": v for k, v in (row.get("hint_free") or {}).items()}} for row in rows]

@@ -82,10 +82,12 @@ TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
             ("mode_name", "string"),
             ("label_provenance", "string"),
             ("label_decided_by", "string"),
+            ("count_agreed", "boolean"),
             *LABEL_DETAIL,
         ),
         "The study's final labels, one row per mode instance (a final 'no failure mode' is one row with an "
-        "empty mode), with how each was reached.",
+        "empty mode), with how each was reached. count_agreed = false: an episode beyond the count the coders "
+        "agreed on (a final coding from before counts were compared); Table 3 leaves it out.",
     ),  # fmt: skip
     "run_code_matrix": ((), "One row per coded run, one 0/1 column per mode of the codebook (final labels)."),
     "pairs": (
@@ -105,7 +107,8 @@ TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
             ("concurrent_tokens", "integer"),
             ("sequential_tokens", "integer"),
         ),
-        "Each coded concurrent run with its sequential twin (same task and agent) and both runs' outcomes.",
+        "Every concurrent run of the study (coded or not) with its sequential twin (same task and agent) and both "
+        "runs' outcomes.",
     ),  # fmt: skip
     "run_metrics": (
         (
@@ -207,6 +210,7 @@ def final_rows(study: Study) -> Iterable[dict]:
                 "mode_name": code.name,
                 "label_provenance": fl.provenance,
                 "label_decided_by": fl.decided_by.get_username() if fl.decided_by else "",
+                "count_agreed": fl.count_agreed,
                 **_detail(fl.content()),
             }
 

@@ -50,6 +50,7 @@ FINAL_COLUMNS = (
     "path",
     "label_provenance",
     "label_decided_by",
+    "count_agreed",
     *LABEL_FIELDS,
 )
 TABLE3_COLUMNS = ("level", "key", "name", "parent", "count", "percent")
@@ -243,6 +244,7 @@ def _final_batch(study: Study, runs: list[int]) -> Iterator[dict]:
                 "path": path,
                 "label_provenance": fl.provenance,
                 "label_decided_by": fl.decided_by.get_username() if fl.decided_by else "",
+                "count_agreed": fl.count_agreed,
                 "evidence": "; ".join(content["evidence"]),
                 "contrast": "; ".join(content["contrast"]),
                 "nearest_rejected": content["nearest_rejected"] or "",

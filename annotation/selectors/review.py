@@ -49,7 +49,8 @@ def discussion_for(*, user: AbstractBaseUser, discussion_id: int) -> Discussion 
 
 def codings_compare(*, discussion) -> dict:
     """The codings of a discussed run, side by side: one row per mode any coder picked, each cell the
-    episodes (instances) that annotator recorded of it."""
+    episodes (instances) that annotator recorded of it; a row differs when not every coder picked the
+    mode or they counted its episodes differently (`counts_differ`)."""
     annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
     codes = {}
     for annotation in annotations:
@@ -61,7 +62,9 @@ def codings_compare(*, discussion) -> dict:
     rows = []
     for code_id, code in sorted(codes.items(), key=lambda item: item[1].position):
         cells = [a.label_map.get(code_id, []) for a in annotations]
-        rows.append({"code": code, "cells": cells, "differs": any(not c for c in cells)})
+        counts_differ = all(cells) and len({len(c) for c in cells}) > 1  # all picked it, not as often
+        rows.append({"code": code, "cells": cells, "differs": any(not c for c in cells) or counts_differ,
+                     "counts_differ": counts_differ})  # fmt: skip
     return {
         "annotations": annotations,
         "rows": rows,
@@ -104,8 +107,9 @@ def coding_changes(*, discussion: Discussion, compare: dict) -> list[dict]:
 
 def ruling_modes(*, discussion: Discussion, compare: dict) -> dict[str, list[dict]]:
     """The codebook's modes for the adjudicator's ruling, in codebook order: `proposed` — the modes
-    either coding has now, each with who proposed it and the episodes they recorded — and `others`,
-    the rest. One query."""
+    either coding has now, each with who proposed it and the episodes they recorded, the counts they
+    gave (`counts`) and the count the ruling starts from (`episodes`: theirs if they agree, else None) —
+    and `others`, the rest (one episode to start from). One query."""
     modes = discussion.study.codebook.codes.filter(level=Code.Level.MODE).select_related("parent__parent")
     proposals = {
         row["code"].pk: [
@@ -115,7 +119,12 @@ def ruling_modes(*, discussion: Discussion, compare: dict) -> dict[str, list[dic
         ]
         for row in compare["rows"]
     }
-    rows = [{"code": code, "proposals": proposals.get(code.pk, [])} for code in modes.order_by("position")]
+    rows = []
+    for code in modes.order_by("position"):
+        counts = sorted({len(p["episodes"]) for p in proposals.get(code.pk, [])})
+        # the episodes the ruling starts from: the count every proposer gave; none when they differ
+        rows.append({"code": code, "proposals": proposals.get(code.pk, []), "counts": counts,
+                     "episodes": counts[0] if len(counts) == 1 else (1 if not counts else None)})  # fmt: skip
     return {"proposed": [r for r in rows if r["proposals"]], "others": [r for r in rows if not r["proposals"]]}
 
 

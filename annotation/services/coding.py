@@ -13,7 +13,7 @@ from taxonomy.models import Code
 
 from ..analysis.store import analysis_changed
 from ..errors import AnnotationError, ConflictError, LockedError
-from ..models import Annotation, AuditEntry, Discussion, Label, Study
+from ..models import MAX_INSTANCES, Annotation, AuditEntry, Discussion, Label, Study
 from .anchors import anchor_problems, clean_anchors, field_key, numbered
 from .review import discussion_require_open, run_reconcile
 
@@ -32,9 +32,6 @@ class LabelInput:
     rejection_reason: str = ""
     episode_id: str = ""
     comparative_role: str = ""
-
-
-MAX_INSTANCES = 50  # episodes of one mode in one run; the study's records have a handful
 
 
 def ensure_stored(annotation: Annotation) -> None:

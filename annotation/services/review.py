@@ -20,7 +20,7 @@ from taxonomy.models import Code
 from ..analysis.agreement import masi_distance
 from ..analysis.store import analysis_changed
 from ..errors import AnnotationError
-from ..models import AdvantageTag, Annotation, Comment, Discussion, FinalCoding, FinalLabel, Study
+from ..models import MAX_INSTANCES, AdvantageTag, Annotation, Comment, Discussion, FinalCoding, FinalLabel, Study
 from ..selectors.review import participants, run_annotations
 from .anchors import anchor_problems, clean_anchors
 
@@ -62,8 +62,8 @@ TEXT_FIELDS = ("rationale", "realized_consequence", "rejection_reason")
 
 
 def merged_labels(annotations: list[Annotation]) -> dict[tuple[int, int], dict]:
-    """Per (mode, instance), every field both annotators gave it: a mode's instance k merges each
-    annotator's k-th episode of it (so the final has as many episodes as the coding with most);
+    """Per (mode, instance), every field the annotators gave it: a mode's instance k merges each
+    annotator's k-th episode of it (agreed and consensus finals: every coding has the same count);
     texts side by side, each marked with who wrote it; anchors united; the nearest rejected label
     if they name the same one (else the first named, the other kept in the rejection reason);
     episode id and role as the first gave them."""
@@ -105,28 +105,27 @@ def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | No
     if discussion:
         return discussion
     sets = [mode_keys(a) for a in annotations]
+    counts = [episode_counts(a) for a in annotations]
     first = sets[0]
     agree = all(s == first for s in sets)
+    # Agreement is on the modes and on how many episodes of each (the instances Table 3 counts).
+    differ = count_differences(counts) if agree else ""
     flags = [a for a in annotations if a.flagged]
-    if agree and not flags:
+    if agree and not differ and not flags:
         final = final_from_annotations(
             study=study, run_id=run_id, annotations=annotations, provenance=FinalCoding.Provenance.AGREED
         )
         said = f"{'both' if len(sets) == 2 else f'all {len(sets)}'} codings agree: {_codes(first)}"
-        counts = [episode_counts(a) for a in annotations]
-        differ = [key for key in sorted(first) if len({c[key] for c in counts}) > 1]
-        if differ:
-            # Agreement is on the modes; how many episodes each saw is kept (the final has the most).
-            said += "; episodes differ: " + ", ".join(
-                f"{key} {' / '.join(str(c[key]) for c in counts)}" for key in differ
-            )
         record("final.agreed", said, study_id=study.pk, run_id=run_id, modes=sorted(first))
         return final
     # Agreement: the mean over the run's coder pairs of 1 − MASI distance (one pair for k = 2).
     pairs = [(a, b) for i, a in enumerate(sets) for b in sets[i + 1 :]]
     agreement = sum(1.0 - masi_distance(a, b) for a, b in pairs) / len(pairs)
     discussion = Discussion.objects.create(study=study, run_id=run_id, agreement=agreement)
-    why = f"the codings differ ({' / '.join(_codes(s) for s in sets)})" if not agree else "the codings agree"
+    if not agree:
+        why = f"the codings differ ({' / '.join(_codes(s) for s in sets)})"
+    else:
+        why = f"the codings agree on {_codes(first)}" + (f" but not on {differ}" if differ else "")
     for flagged in flags:  # a flag asks for a discussion whatever the codings say; its note opens it
         note = f": {flagged.flag_note}" if flagged.flag_note else ""
         why += f"; flagged by {flagged.assignment.annotator.get_username()}{note}"
@@ -139,6 +138,16 @@ def run_reconcile(*, study: Study, run_id: int) -> FinalCoding | Discussion | No
 
 def _codes(keys) -> str:
     return ", ".join(sorted(keys)) or "no failure mode"
+
+
+def count_differences(counts: list[Counter[str]]) -> str:
+    """The modes whose episode counts differ between codings that all picked them, said as "episode
+    counts (lossy-handoff 2 / 1)"; empty when every count agrees."""
+    keys = sorted(set().union(*counts))
+    differ = [key for key in keys if all(c[key] for c in counts) and len({c[key] for c in counts}) > 1]
+    if not differ:
+        return ""
+    return "episode counts (" + ", ".join(f"{key} {' / '.join(str(c[key]) for c in counts)}" for key in differ) + ")"
 
 
 # -- discussion and adjudication --------------------------------------------------------
@@ -166,6 +175,9 @@ def discussion_consensus(*, discussion: Discussion, actor: AbstractBaseUser) -> 
     sets = [mode_keys(a) for a in annotations]
     if len(sets) < discussion.study.coders_per_run or any(s != sets[0] for s in sets):
         raise AnnotationError("the codings still differ: revise them until they match, or escalate")
+    differ = count_differences([episode_counts(a) for a in annotations])
+    if differ:
+        raise AnnotationError(f"the codings still differ on {differ}: revise them until they match, or escalate")
     final = final_from_annotations(
         study=discussion.study,
         run_id=discussion.run_id,
@@ -204,6 +216,9 @@ class Ruling:
     realized_consequence: str = ""
     evidence: list[str] = field(default_factory=list)
     contrast: list[str] = field(default_factory=list)
+    # How many episodes of the mode the run shows. None: the count every annotator who picked the mode
+    # gave (1 if none did); it must be given when they differ.
+    episodes: int | None = None
 
 
 @transaction.atomic
@@ -222,9 +237,9 @@ def adjudicate(
         )
     if discussion.status != Discussion.Status.ESCALATED:
         raise AnnotationError("only escalated discussions are adjudicated")
-    modes = dict(
-        Code.objects.filter(codebook=discussion.study.codebook, level=Code.Level.MODE).values_list("pk", "name")
-    )
+    mode_rows = Code.objects.filter(codebook=discussion.study.codebook, level=Code.Level.MODE)
+    modes = dict(mode_rows.values_list("pk", "name"))
+    keys = dict(mode_rows.values_list("pk", "key"))
     errors = {}
     for ruling in rulings:
         if sum(r.code_id == ruling.code_id for r in rulings) > 1:
@@ -233,6 +248,22 @@ def adjudicate(
             errors[f"code-{ruling.code_id}"] = "not a failure mode of this study's codebook"
         elif not ruling.rationale.strip():
             errors[f"rationale-{ruling.code_id}"] = f"'{modes[ruling.code_id]}' needs a rationale"
+    annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
+    proposed = [episode_counts(a) for a in annotations]
+    episodes = {}
+    for ruling in rulings:
+        given = {c[keys[ruling.code_id]] for c in proposed} - {0} if ruling.code_id in modes else set()
+        if ruling.episodes is None and len(given) > 1:
+            errors[f"episodes-{ruling.code_id}"] = (
+                f"'{modes[ruling.code_id]}': the annotators counted {' / '.join(map(str, sorted(given)))} "
+                "episodes; say how many"
+            )
+        elif ruling.episodes is not None and not 1 <= ruling.episodes <= MAX_INSTANCES:
+            errors[f"episodes-{ruling.code_id}"] = (
+                f"'{modes.get(ruling.code_id, ruling.code_id)}': episodes must be between 1 and {MAX_INSTANCES}"
+            )
+        else:
+            episodes[ruling.code_id] = ruling.episodes if ruling.episodes is not None else (min(given) if given else 1)
     if no_failure and rulings:
         errors["no_failure"] = "'no failure mode' excludes picking modes"
     if not rulings and not no_failure:
@@ -257,11 +288,10 @@ def adjudicate(
         no_failure=no_failure,
         note=note.strip(),
     )
-    # The adjudicator's rationale decides; what the annotators recorded for a ruled mode is kept,
-    # with its episodes (one instance if neither annotator picked the mode). The consequence and
-    # anchors the adjudicator gives replace those of the mode's first episode only: the others are
-    # separate episodes, with their own evidence (docs/agreement.md).
-    annotations = run_annotations(study=discussion.study, run_id=discussion.run_id)
+    # The adjudicator's rationale decides, and the number of episodes; what the annotators recorded
+    # for each of those episodes is kept. The consequence and anchors the adjudicator gives replace
+    # those of the mode's first episode only: the others are separate episodes, with their own
+    # evidence (docs/agreement.md).
     recorded = merged_labels(annotations)
     FinalLabel.objects.bulk_create(
         [
@@ -274,19 +304,16 @@ def adjudicate(
                 **{**fields, **(_ruled_fields(r) if instance == 1 else {}), "rationale": r.rationale.strip()},
             )
             for r in rulings
-            for instance, fields in (
-                [(k, f) for (code_id, k), f in recorded.items() if code_id == r.code_id] or [(1, {})]
-            )
+            for instance, fields in ((k, recorded.get((r.code_id, k), {})) for k in range(1, episodes[r.code_id] + 1))
         ]
     )
     discussion.status = Discussion.Status.ADJUDICATED
     discussion.resolved_at = timezone.now()
     discussion.save(update_fields=["status", "resolved_at"])
-    keys = dict(Code.objects.filter(pk__in=[r.code_id for r in rulings]).values_list("pk", "key"))
-    record("final.adjudicated", f"adjudicated: {_codes(keys.values())}", actor=actor,
+    record("final.adjudicated", f"adjudicated: {_codes(keys[r.code_id] for r in rulings)}", actor=actor,
            study_id=discussion.study_id, run_id=discussion.run_id, no_failure=no_failure, note=note.strip(),
-           rulings=[{"mode": keys[r.code_id], "rationale": r.rationale.strip(), **_ruled_fields(r)}
-                    for r in rulings])  # fmt: skip
+           rulings=[{"mode": keys[r.code_id], "rationale": r.rationale.strip(), "episodes": episodes[r.code_id],
+                     **_ruled_fields(r)} for r in rulings])  # fmt: skip
     return final
 
 

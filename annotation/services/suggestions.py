@@ -18,6 +18,7 @@ from django.utils import timezone
 from activity.services import record
 from taxonomy.models import Code
 
+from ..analysis.inputs import hint_free_runs
 from ..assignment import queue_order
 from ..classifier import Params, SuggestionError, train, uncertainty
 from ..errors import AnnotationError
@@ -121,6 +122,7 @@ def suggestions_train(*, model_id: int) -> SuggestionModel | None:
             detectors=selectors.detector_names(),
             params=params,
             progress=progress,
+            hint_free=hint_free_runs(study=study),
         )
     except SuggestionError as exc:  # the study's data cannot train a model: say why, on the model
         _fail(model_id, str(exc))

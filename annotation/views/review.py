@@ -16,7 +16,7 @@ from trajectories.selectors import pair_sides
 
 from ..errors import AnnotationError
 from ..forms import RULING_INPUTS, parse_ruling_form
-from ..models import Discussion
+from ..models import MAX_INSTANCES, Discussion
 from ..selectors import review as selectors
 from ..selectors import suggestions as suggestion_selectors
 from ..selectors.hints import review_hints
@@ -152,6 +152,7 @@ def adjudicate(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
         if discussion.status == Discussion.Status.ESCALATED
         else None,
         "final": final,
+        "max_episodes": MAX_INSTANCES,
         "next_case": selectors.adjudication_queue(user=request.user).first() if final else None,
         "posted": {"no_failure": request.POST.get("no_failure") == "on", "note": request.POST.get("note", "")},
         "error": error,
@@ -176,5 +177,7 @@ def _ruling_form(
         row["likely"] = likely.get(row["code"].key)
         row["checked"] = str(pk) in picked
         row["values"] = {name: request.POST.get(f"{name}-{pk}", "") for name in RULING_INPUTS}
+        if request.method != "POST":
+            row["values"]["episodes"] = row["episodes"] or ""
         row["errors"] = {name: errors.get(f"{name}-{pk}", "") for name in (*RULING_INPUTS, "code")}
     return modes

@@ -127,7 +127,13 @@ def test_the_ruling_is_logged_with_what_the_adjudicator_gave(study, codebook, ad
     ], note=" n ")  # fmt: skip
     entry = ActivityEntry.objects.get(action="final.adjudicated")
     assert entry.detail["rulings"] == [
-        {"mode": "lossy-handoff", "rationale": "r", "realized_consequence": "c", "evidence": [cite(discussion.run)]}
+        {
+            "mode": "lossy-handoff",
+            "rationale": "r",
+            "episodes": 1,
+            "realized_consequence": "c",
+            "evidence": [cite(discussion.run)],
+        }
     ]
     assert entry.detail["note"] == "n" and FinalCoding.objects.get().note == "n"
 

@@ -13,6 +13,7 @@ from annotation.analysis.agreement import (
     alpha_masi,
     alpha_nominal_binary,
     cohen_kappa,
+    count_agreement,
     fleiss_kappa_binary,
     headline_bootstrap,
     masi_distance,
@@ -116,6 +117,28 @@ def test_fleiss_takes_the_designed_coders_per_run_and_counts_the_rest():
     from_data = agreement_report(TAX, codings)["overall"]["mode"]
     assert from_data["fleiss_raters_per_run"] == 3 and from_data["fleiss_raters_from"] == "data"
     assert from_data["fleiss_n_runs"] == 1 and from_data["fleiss_runs_fewer"] == 4
+
+
+def test_agreement_on_episode_counts_by_hand():
+    def counted(item, annotator, **episodes):
+        return Coding(item, annotator, frozenset(episodes), counts=tuple(sorted(episodes.items())))
+
+    codings = [
+        counted("r1", "A", m1=2), counted("r1", "B", m1=1),  # the mode agreed, not its count
+        counted("r2", "A", m1=1, m2=1), counted("r2", "B", m1=1),  # m1 agreed with its count; m2 by A alone
+        counted("r3", "A"), counted("r3", "B"),  # nothing seen: no unit
+        counted("r4", "A", m2=1),  # coded once: no unit
+    ]  # fmt: skip
+    result = count_agreement(codings)
+    # units [2, 1], [1, 1], [1, 0]: n = 6 values; D_o = (2 + 0 + 2) / 6; D_e = 2 (6·8 − 6²) / (6·5) = 0.8
+    assert result["alpha_interval"] == pytest.approx(1 - (4 / 6) / 0.8)
+    assert (result["n_units"], result["n_runs"], result["n_values"]) == (3, 2, 6)
+    assert (result["units_mode_agreed"], result["units_count_identical"]) == (2, 1)
+    assert result["share_count_identical"] == pytest.approx(0.5)
+    # A coding from a file of mode sets counts one episode per mode; every count equal: α undefined.
+    plain = count_agreement([c("i", "A", "m1"), c("i", "B", "m1")])
+    assert plain["alpha_interval"] is None and plain["share_count_identical"] == 1.0
+    assert count_agreement([])["alpha_interval"] is None
 
 
 def test_universe_is_the_codebook_not_the_data():

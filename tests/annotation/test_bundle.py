@@ -104,6 +104,61 @@ def test_the_check_fails_when_the_data_do_not_give_the_dashboards_numbers(coded_
     assert "kappa" in checked.stdout and "table3" in checked.stdout and "DIFFERENT" in checked.stdout
 
 
+def _altered(bundle: Path, name: str, change) -> None:
+    path = bundle / name
+    path.write_text(change(path.read_text()))
+
+
+def _one_more_episode(text: str) -> str:
+    """Repeat the first independent coding row of a mode as its next episode."""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    first = next(r for r in rows if r["mode"])
+    rows.insert(rows.index(first) + 1, {**first, "instance": str(int(first["instance"]) + 1)})
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def _shown(change):
+    def alter(text: str) -> str:
+        shown = json.loads(text)
+        change(shown)
+        return json.dumps(shown)
+
+    return alter
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "named"),
+    [
+        # an episode count only: the mode sets, κ and α stay; the count agreement does not
+        ("independent_codings.csv", _one_more_episode, "episode counts alpha_interval"),
+        ("dashboard.json", _shown(lambda d: d["agreement"]["overall"]["mode"].update(alpha_masi_all_annotators=0.5)),
+         "overall mode alpha_masi_all_annotators"),
+        ("dashboard.json", _shown(lambda d: d["agreement"]["overall"]["mode"].update(alpha_nominal_pooled_binary=0.1)),
+         "overall mode alpha_nominal_pooled_binary"),
+        ("dashboard.json", _shown(lambda d: d["agreement"]["overall"]["category"].update(fleiss_n_runs=1)),
+         "overall category fleiss_n_runs"),
+        ("dashboard.json", _shown(lambda d: d["agreement"]["pairs"][0]["levels"]["mode"]["per_code_kappa"].update(
+            {"lossy-handoff": 0.123})), "kappa of lossy-handoff"),
+        ("dashboard.json", _shown(lambda d: d["agreement"]["pairs"][0]["levels"]["mode"]["macro"].update(
+            n_codes_defined=99)), "n_codes_defined"),
+        ("dashboard.json", _shown(lambda d: d["over_time"][-1].update(kappa=0.01)), "kappa over time"),
+        ("dashboard.json", _shown(lambda d: d["table3"].update(instances_not_agreed=3)), "table3 instances_not_agreed"),
+    ],
+)  # fmt: skip
+def test_the_check_names_every_figure_that_differs(coded_study, tmp_path, name, change, named):  # noqa: F811
+    bundle = tmp_path / "bundle"
+    call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
+    zipfile.ZipFile(tmp_path / "b.zip").extractall(bundle)
+    assert reproduce(bundle, "--check").returncode == 0
+    _altered(bundle, name, change)
+    checked = reproduce(bundle, "--check")
+    assert checked.returncode == 1 and named in checked.stdout, checked.stdout
+
+
 def test_the_bundle_is_for_the_studys_lead_only(coded_study, trio, adjudicator, admin_user):  # noqa: F811
     url = f"/annotate/studies/{coded_study.pk}/bundle.zip"
     assert client_for(trio[0]).get(url).status_code == 403

@@ -87,8 +87,8 @@ def test_concurrency_helped_rules():
 
 @pytest.fixture
 def coded_study(study, codebook, adjudicator, django_capture_on_commit_callbacks):
-    """Every run coded twice: runs 1–3 agree on lossy-handoff (on run 1 one annotator saw it in two
-    episodes), the rest disagree, one adjudicated; then the worker's refresh of the statistics runs
+    """Every run coded twice: runs 1–3 agree on lossy-handoff (on run 1 both saw it in two episodes),
+    the rest disagree, one adjudicated; then the worker's refresh of the statistics runs
     (on commit, as in production; Celery runs eagerly in tests)."""
     from annotation.models import Discussion
     from annotation.services import review as flow
@@ -98,7 +98,7 @@ def coded_study(study, codebook, adjudicator, django_capture_on_commit_callbacks
         for index, run in enumerate(study.runs.order_by("pk")):
             a, b = both(study, run)
             code_run(a, [lossy, lossy] if index == 0 else [lossy])
-            code_run(b, [lossy] if index < 3 else [stale])
+            code_run(b, ([lossy, lossy] if index == 0 else [lossy]) if index < 3 else [stale])
         discussion = Discussion.objects.order_by("pk").first()
         flow.discussion_escalate(discussion=discussion, actor=both(study, discussion.run)[0].annotator)
         flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(stale.pk, "adjudicated")])
@@ -114,6 +114,10 @@ def test_dashboard_access_and_content(coded_study, adjudicator, trio, admin_user
     assert "Mode-level mean pairwise pooled Cohen" in body and "95% bootstrap CI" in body
     assert "Lossy Handoff" in body and "5 instances" in body and "Exact McNemar" in body
     assert "<svg" in body and "polyline" in body
+    # agreement on what Table 3 counts: 3 runs agree on lossy-handoff (2, 1 and 1 episodes each); on the
+    # other 3 the coders picked different modes (units 1 / 0 and 0 / 1)
+    assert "Episode counts (what Table 3 adds up)" in body
+    assert "where every coder picked the mode (3), the counts were identical in 3 (100%)" in body
     assert client_for(trio[0]).get("/annotate/studies/").content.decode().count("dashboard") == 0
 
 
@@ -133,8 +137,8 @@ def test_every_export_streams_and_rereads(coded_study, adjudicator, trio, kind):
     json_rows = api.get(f"/api/studies/{coded_study.pk}/exports/{kind}/").json()
     assert len(json_rows) == len(rows)
     if kind == "labels":
-        assert len(rows) == 13 and {r["mode"] for r in rows} == {"lossy-handoff", "stale-handoff"}
-        assert sorted(r["instance"] for r in rows).count("2") == 1  # run 1's second episode
+        assert len(rows) == 14 and {r["mode"] for r in rows} == {"lossy-handoff", "stale-handoff"}
+        assert sorted(r["instance"] for r in rows).count("2") == 2  # run 1's second episode, in both codings
         assert all(r["path"].startswith("Context and Global Information Problems > Overloaded Handoff >") for r in rows)
         assert {r["evidence"].rsplit(":", 1)[1] for r in rows} == {"3", "4"}
     if kind == "finals":

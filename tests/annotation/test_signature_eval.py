@@ -338,3 +338,77 @@ def test_the_planted_corpus_can_come_with_sequential_twins(tmp_path):
     assert all(
         (tmp_path / "a" / "twins" / n).read_bytes() == (tmp_path / "b" / "twins" / n).read_bytes() for n in twins
     )
+
+
+@pytest.mark.django_db
+def test_gold_reached_after_the_hints_were_seen_is_measured_apart(study, codebook, adjudicator):
+    """Incorporation bias: the hints are the detectors' hits. Runs whose final labels were reached with no
+    hint seen are measured on their own too, beside every run — here the collision detector looks perfect
+    on the runs whose coders saw its hit first, and is measured without them."""
+    from annotation.analysis.inputs import hint_free_runs
+    from annotation.models import Discussion, Study
+    from annotation.selectors.queue import annotation_for
+    from annotation.services import review as flow
+    from annotation.services.coding import LabelInput, annotation_revise
+    from annotation.services.hints import annotation_hints_show
+    from tests.annotation.test_discussion import both
+    from tests.conftest import cite
+
+    Study.objects.filter(pk=study.pk).update(hint_policy="always")
+    study.refresh_from_db()
+    same, lossy = mode_code(codebook, "same-file-collision"), mode_code(codebook, "lossy-handoff")
+    collision = ("same_file_collision", list(DETECTOR_MODES["same_file_collision"]))
+    runs = list(study.runs.order_by("pk"))
+    for run in runs[:5]:
+        _set_hits(run, collision)
+    _set_hits(runs[5])  # no hit: nothing to show, whatever was opened
+
+    def show(assignment):
+        annotation_hints_show(annotation=annotation_for(assignment=assignment), actor=assignment.annotator)
+
+    a, b = both(study, runs[0])  # agreed; a coder showed the hit before submitting: exposed
+    show(a)
+    code_run(a, [same])
+    code_run(b, [same])
+    a, b = both(study, runs[1])  # agreed; the hit shown only after that coder's own submission: free
+    code_run(a, [same])
+    show(a)
+    code_run(b, [same])
+    a, b = both(study, runs[2])  # consensus after B showed the hit and revised to it: exposed
+    code_run(a, [same])
+    code_run(b, [lossy])
+    show(b)
+    discussion = Discussion.objects.get(run=runs[2])
+    annotation = annotation_for(assignment=b)
+    revised = [LabelInput(same.pk, "seen", evidence=[cite(runs[2])])]
+    annotation_revise(discussion=discussion, annotation=annotation, actor=b.annotator, version=annotation.version,
+                      no_failure=False, notes="", labels=revised)  # fmt: skip
+    flow.discussion_consensus(discussion=discussion, actor=a.annotator)
+    a, b = both(study, runs[3])  # adjudicated with a hit: the adjudication page shows it: exposed
+    code_run(a, [lossy])
+    code_run(b, [])
+    discussion = Discussion.objects.get(run=runs[3])
+    flow.discussion_escalate(discussion=discussion, actor=a.annotator)
+    flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(lossy.pk, "ruled")])
+    _agree(study, runs[4], [lossy])  # agreed, no hint shown, the detector fired wrongly: free
+    a, b = both(study, runs[5])  # hints shown before submitting, but no hit to see: free
+    show(a)
+    code_run(a, [same])
+    code_run(b, [same])
+
+    assert hint_free_runs(study=study) == {runs[1].pk, runs[4].pk, runs[5].pk}
+    result = compute.signatures(read_inputs(study, parts=("signatures",)))
+    assert result["hint_free_runs"] == {"with_final": 3, "evaluated": 3, "unchecked": 0}
+    row = _by(result["detectors"], "detector")["same_file_collision"]
+    # every run: fired on 0, 1, 2, 3, 4; gold collision on 0, 1, 2, 5 -> TP 3, FP 2, FN 1
+    assert _counts(row) == (3, 2, 1, 0, 0.6, 0.75)
+    # no hints seen: runs 1 (TP), 4 (FP), 5 (FN)
+    free = row["hint_free"]
+    assert (free["tp"], free["fp"], free["fn"], free["tn"], free["precision"], free["recall"]) == (1, 1, 1, 0, 0.5, 0.5)
+    flat = _by([r for r in evaluation_rows(result) if r["table"] == "detector"], "detector")["same_file_collision"]
+    assert (flat["precision_hint_free"], flat["recall_hint_free"]) == (0.5, 0.5)
+    analysis_refresh(study_id=study.pk)
+    page = client_for(adjudicator).get(f"/annotate/studies/{study.pk}/").content.decode()
+    section = re.sub(r">\s+<", "><", page.split('id="signatures-vs-gold"')[1].split("</section>")[0])
+    assert "Precision, no hints" in section and "the 3 of these runs whose final labels were reached" in section
+    assert '<td>0.600</td><td>0.750</td><td title="TP 1, FP 1, FN 1, TN 0">0.500</td>' in section

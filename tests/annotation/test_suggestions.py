@@ -188,6 +188,9 @@ def test_the_adjudicator_trains_from_the_page_and_reads_the_scores(
     assert (model.parameters["folds"], model.parameters["min_positives"], len(model.folds)) == (4, 3, 4)
     body = client.get(url).content.decode()
     assert "cross-validated scores per mode" in body and "Same-File Collision" in body
+    row = next(r for r in model.scores if r["key"] == COLLISION)  # the positive class's counts, on the page
+    cells = "".join(f"<td>{row[name]}</td>" for name in ("support", "predicted", "tp", "fp", "fn"))
+    assert cells in body
     assert "<svg" in body and "Calibration" in body and "Provenance" in body
 
 

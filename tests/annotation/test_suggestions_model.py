@@ -203,3 +203,29 @@ def test_the_positive_class_scores_are_scikit_learns_binary_ones():
     got = positive_class_scores(truth, predicted)
     assert (got["precision"], got["recall"], got["f1"]) == pytest.approx((p, r, f))
     assert got["support"] == int(truth.sum())
+
+
+def test_scores_are_also_given_over_the_runs_whose_gold_saw_no_hint():
+    """Incorporation bias: the same out-of-fold predictions scored over the hint-free runs only, beside
+    the scores over every labelled run; the hint-free set changes no prediction."""
+    from annotation.classifier import positive_class_scores
+
+    runs, gold = corpus()
+    free = {run_id for run_id in gold if run_id % 3}  # two runs in three
+    plain = train(runs, gold, modes=MODES, detectors=DETECTORS, params=Params(seed=0, min_positives=3))
+    result = train(runs, gold, modes=MODES, detectors=DETECTORS, params=Params(seed=0, min_positives=3), hint_free=free)
+    assert result.predictions == plain.predictions and "hint_free" not in plain.summary
+    assert result.summary["hint_free"]["runs"] == len(free)
+    # Each mode's hint-free scores count the hint-free runs only, a part of the scores over every run.
+    labelled = result.training_run_ids
+    for row in result.scores:
+        whole = row["tp"], row["fp"], row["fn"]
+        part = row["hint_free"]
+        assert part["support"] == sum(1 for run_id in labelled if run_id in free and row["key"] in gold[run_id])
+        assert part["tp"] + part["fn"] == part["support"] and part["tp"] <= whole[0] and part["fp"] <= whole[1]
+    macro = np.mean([row["hint_free"]["f1"] for row in result.scores])
+    assert result.summary["hint_free"]["macro_f1"] == pytest.approx(macro)
+    pooled = {name: sum(row["hint_free"][name] for row in result.scores) for name in ("tp", "fp", "fn")}
+    expected = positive_class_scores([1] * pooled["tp"] + [0] * pooled["fp"] + [1] * pooled["fn"],
+                                     [1] * pooled["tp"] + [1] * pooled["fp"] + [0] * pooled["fn"])  # fmt: skip
+    assert result.summary["hint_free"]["micro_f1"] == pytest.approx(expected["f1"])

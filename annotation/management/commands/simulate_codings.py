@@ -40,6 +40,8 @@ class Command(BaseCommand):
         for run_id in chosen:
             pair = list(Assignment.objects.filter(study=study, run_id=run_id).select_related("annotator"))
             base = rng.sample(modes, rng.choice((0, 1, 1, 2)))
+            # now and then the run shows a mode in a second episode; a coder now and then counts otherwise
+            shown = {m.pk: 2 if episodes.random() < 0.15 else 1 for m in base}
             lines = _cited_lines(run_id)
             for index, assignment in enumerate(pair):
                 picked = base if index == 0 or rng.random() < options["agree"] else rng.sample(modes, 1)
@@ -48,8 +50,10 @@ class Command(BaseCommand):
                     continue
                 labels = []
                 for m in picked:
-                    # now and then the run shows the mode in a second episode
-                    for k in range(1, 3 if episodes.random() < 0.15 else 2):
+                    count = shown.get(m.pk, 1)
+                    if episodes.random() < 0.1:
+                        count = 3 - count  # 1 <-> 2
+                    for k in range(1, count + 1):
                         cited = (rng if k == 1 else episodes).choice(lines) if lines else None
                         labels.append(
                             LabelInput(
