@@ -76,7 +76,7 @@ def _statistics_context(document: StudyAnalysis) -> dict:
         "by_version": document.by_version,
         "over_time_chart": charts.line(
             [(p["runs"], p["kappa"]) for p in over_time],
-            x_label="runs with all their codings in (count, in the order they were completed)",
+            x_label="runs compared (coded by two annotators, in the order their second coding came in)",
             y_label="mean pooled κ (modes)",
         ),
         "table3": table3,
