@@ -64,7 +64,7 @@ def svg(body: str, label: str) -> str:
 def test_the_dashboard_draws_both_axes_with_titles(coded_study, adjudicator):  # noqa: F811
     body = client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/").content.decode()
     kappa = svg(body, "kappa-title")
-    assert "runs with all their codings in (count" in kappa and "mean pooled κ (modes)" in kappa
+    assert "runs compared (coded by two annotators" in kappa and "mean pooled κ (modes)" in kappa
     assert kappa.count('class="axis-line"') == 2 and 'transform="rotate(-90' in kappa
     x_labels = re.findall(r'text-anchor="middle">(\d+)</text>', kappa)
     assert x_labels[0] == "0" and len(x_labels) >= 3
