@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
 from .analysis.store import analysis_refresh
 from .services.suggestions import suggestions_train
 
 
-@shared_task(acks_late=True)
+# A database that went away mid-task (a restart, a failover) is a reason to try again, not to lose the
+# refresh: retried with backoff (2, 4, 8 … s, at most a minute apart), eight times.
+DATABASE_GONE = (OperationalError, InterfaceError)
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=DATABASE_GONE,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=False,
+    max_retries=8,
+)
 def refresh_study_statistics(study_id: int) -> dict:
     stored = analysis_refresh(study_id=study_id)
     return {"study": study_id, "version": stored.version if stored else None}

@@ -197,3 +197,33 @@ def test_kappa_over_time_follows_the_runs_compared_and_ends_at_the_headline(stud
     overall = document.agreement["overall"]["mode"]
     assert overall["fleiss_raters_per_run"] == 3 and overall["fleiss_raters_from"] == "design"
     assert (overall["fleiss_n_runs"], overall["fleiss_runs_fewer"]) == (2, 4)
+
+
+def test_a_refresh_the_database_dropped_is_tried_again(study, monkeypatch):
+    """A database restart mid-refresh is retried (with backoff), not lost: the figures land."""
+    from celery.exceptions import Retry
+    from django.db import OperationalError
+
+    from annotation import tasks
+
+    calls = []
+
+    def flaky(*, study_id):
+        calls.append(study_id)
+        if len(calls) == 1:
+            raise OperationalError("terminating connection due to administrator command")
+        return analysis_refresh(study_id=study_id)
+
+    monkeypatch.setattr(tasks, "analysis_refresh", flaky)
+    # Run eagerly (as in tests), the task asks Celery for a retry (a worker redelivers it after the backoff)...
+    with pytest.raises(Retry, match="terminating connection") as retried:
+        tasks.refresh_study_statistics.apply(args=[study.pk])
+    assert retried.value.when == 2 and calls == [study.pk]  # the first backoff; nothing stored yet
+    assert not StudyStatistics.objects.filter(study=study).exists()
+    # ... and the retry lands the figures.
+    assert tasks.refresh_study_statistics.apply(args=[study.pk], retries=1).successful()
+    # Any other failure is a bug: raised, not retried.
+    monkeypatch.setattr(tasks, "analysis_refresh", lambda *, study_id: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        tasks.refresh_study_statistics.apply(args=[study.pk])
+    assert StudyStatistics.objects.get(study=study).version == Study.objects.get(pk=study.pk).statistics_version
