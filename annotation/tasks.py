@@ -8,7 +8,6 @@ from django.db import InterfaceError, OperationalError
 from .analysis.store import analysis_refresh
 from .services.suggestions import suggestions_train
 
-
 # A database that went away mid-task (a restart, a failover) is a reason to try again, not to lose the
 # refresh: retried with backoff (2, 4, 8 … s, at most a minute apart), eight times.
 DATABASE_GONE = (OperationalError, InterfaceError)

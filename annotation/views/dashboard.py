@@ -20,12 +20,12 @@ from ..access import lead_study
 from ..analysis.document import StudyAnalysis
 from ..analysis.inputs import pair_outcomes
 from ..analysis.reports import concurrency_helped
-from ..analysis.store import analysis_request, stored_analysis
+from ..analysis.store import NotComputed, analysis_request, stored_analysis
 from ..forms import AnalysisSettingsForm
 from ..models import AdvantageTag, PublishedRecord, Study
 from ..published_files import KIND_FILES
 from ..selectors import bundle, history, progress
-from ..selectors.exports import EXPORT_KINDS, export
+from ..selectors.exports import EXPORT_KINDS, export, statistics_file_suffix, statistics_headers
 from ..selectors.published import published_records_shown
 from ..services.analysis import study_analysis_update
 from ..services.review import advantage_tag
@@ -244,7 +244,15 @@ def study_export(request: HtmxHttpRequest, study_id: int, kind: str) -> Streamin
     study = lead_study(request.user, study_id)
     if kind not in EXPORT_KINDS:
         raise Http404(f"No export named {kind!r}.")
-    columns, rows = export(study, kind)
-    response = StreamingHttpResponse(csv_lines(rows, columns), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{kind}.csv"'
+    try:
+        exported = export(study, kind)
+    except NotComputed as exc:
+        return HttpResponse(f"Not available yet: {exc}.", status=409, content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(csv_lines(exported.rows, exported.columns), content_type="text/csv; charset=utf-8")
+    name = f"study-{study.pk}-{kind}"
+    if exported.statistics is not None:
+        for header, value in statistics_headers(exported.statistics).items():
+            response[header] = value
+        name += statistics_file_suffix(exported.statistics)
+    response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
     return response

@@ -119,28 +119,37 @@ def test_the_dashboard_costs_the_same_queries_however_much_is_coded(study, codeb
     assert len(coded) == len(empty), [q["sql"][:100] for q in coded]
 
 
-def test_the_table3_export_streams_the_stored_figures_when_current_and_recomputes_when_not(
+def test_the_table3_export_streams_the_stored_figures_and_says_whether_they_are_current(
     coded_study,  # noqa: F811
     adjudicator,
     codebook,
 ):
+    """An export never computes in the request: it streams what the worker stored, current or not, and
+    says which (headers, file name); figures that are not current ask the worker for new ones."""
     client = client_for(adjudicator)
 
-    def counts():
+    def table3():
         response = client.get(f"/annotate/studies/{coded_study.pk}/export/table3.csv")
         rows = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
-        return {(r["level"], r["key"]): int(r["count"]) for r in rows}
+        return response, {(r["level"], r["key"]): int(r["count"]) for r in rows}
 
-    stored = stored_analysis(coded_study).document.table3
-    assert counts() == {(r["level"], r["key"]): r["count"] for r in stored["rows"]}
+    stored = stored_analysis(coded_study)
+    version = stored.statistics.version
+    response, counts = table3()
+    assert counts == {(r["level"], r["key"]): r["count"] for r in stored.document.table3["rows"]}
+    assert response["X-Parallax-Statistics-Current"] == "true" and response["X-Parallax-Statistics-Version"] == str(
+        version
+    )
+    assert f'filename="study-{coded_study.pk}-table3-v{version}.csv"' in response["Content-Disposition"]
     _adjudicate_another(coded_study, codebook, adjudicator)  # the worker has not recomputed yet
     assert not stored_analysis(coded_study).current
+    response, old = table3()  # the stored figures, said to be old; the worker is asked (here: at once)
+    assert old == counts and response["X-Parallax-Statistics-Current"] == "false"
+    assert f"table3-v{version}-not-current.csv" in response["Content-Disposition"]
     now = compute.table3(read_inputs(coded_study, parts=("table3",)))
-    assert (
-        counts()
-        == {(r["level"], r["key"]): r["count"] for r in now["rows"]}
-        != {(r["level"], r["key"]): r["count"] for r in stored["rows"]}
-    )
+    response, new = table3()
+    assert response["X-Parallax-Statistics-Current"] == "true"
+    assert new == {(r["level"], r["key"]): r["count"] for r in now["rows"]} != counts
 
 
 def test_the_command_computes_them_in_the_foreground_and_names_a_missing_study(study):
