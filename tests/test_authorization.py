@@ -99,7 +99,11 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     ),
     # an empty POST names no codebook version to move to: 422
     "annotate/studies/<int:study_id>/codebook/": ((302, 403, 403, 200, 200), (302, 403, 403, 422, 422)),
-    "annotate/studies/<int:study_id>/bundle.zip": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
+    # no bundle has been built here: the lead is told so (409)
+    "annotate/studies/<int:study_id>/bundle.zip": ((302, 403, 403, 409, 409), (302, 405, 405, 405, 405)),
+    # asking the worker for a bundle: a redirect back to the dashboard, for the lead only
+    "annotate/studies/<int:study_id>/bundle/build/": ((302, 405, 405, 405, 405), (302, 403, 403, 302, 302)),
+    "annotate/studies/<int:study_id>/bundle/status/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/studies/<int:study_id>/export/<slug:kind>.csv": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/pilot/<int:pilot_id>/": ((302, 200, 404, 404, 404), (302, 405, 405, 405, 405)),
     "annotate/pilot/<int:pilot_id>/runs/<int:run_id>/": ((302, 200, 404, 404, 404), (302, 302, 404, 404, 404)),
@@ -282,7 +286,11 @@ def test_authorization_matrix(study, codebook, trio, adjudicator, admin_user):
 
 def test_every_export_kind_is_for_the_studys_lead_only(study, trio, adjudicator, admin_user):
     """The matrix above opens one export kind; each kind (the signatures against gold included) is
-    refused to annotators alike, on the page and on the API."""
+    refused to annotators alike, on the page and on the API. (The statistics exports read what the worker
+    stored: computed here first.)"""
+    from annotation.analysis.store import analysis_refresh
+
+    analysis_refresh(study_id=study.pk)
     page = EXPECTED["annotate/studies/<int:study_id>/export/<slug:kind>.csv"][0]
     api = EXPECTED["api/studies/<int:study_id>/exports/<slug:kind>/"][0]
     for kind in EXPORT_KINDS:

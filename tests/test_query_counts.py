@@ -44,7 +44,7 @@ PINS: dict[tuple[str, str], int] = {
     ("adjudicator", "suggestions"): 7,  # session, user, study, the models listed, the current one, mode names, groups
     ("admin", "suggestions"): 7,
     ("adjudicator", "studies"): 4,
-    ("adjudicator", "dashboard"): 10,
+    ("adjudicator", "dashboard"): 11,  # +1: the study's bundles (the newest asked for, the newest ready)
     ("adjudicator", "statistics status"): 5,
     ("adjudicator", "RQ4 pairs"): 7,
     ("adjudicator", "new study"): 11,  # the choices: codebooks, annotators, adjudicators, agents, benchmarks, …
@@ -54,7 +54,7 @@ PINS: dict[tuple[str, str], int] = {
     ("adjudicator", "runs"): 8,
     ("adjudicator", "pair"): 10,  # +1: both runs' signature hits; +1: the hints rule; +1: both runs' test lists
     ("admin", "studies"): 4,
-    ("admin", "dashboard"): 10,
+    ("admin", "dashboard"): 11,
     ("admin", "runs"): 8,
     ("admin", "imports"): 4,
     ("admin", "study design"): 18,

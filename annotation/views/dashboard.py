@@ -59,6 +59,7 @@ def study_dashboard(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         "stored": stored,
         "stats": document,
         "export_kinds": EXPORT_KINDS,
+        "bundles": bundle.bundle_state(study, study_version=stored.version),
         **(_statistics_context(document) if document else {}),
     }
     return render(request, "annotation/dashboard.html", context)
@@ -226,16 +227,6 @@ def published_file(request: HtmxHttpRequest, study_id: int, run_id: int, record_
     media = "text/plain" if record.kind == PublishedRecord.Kind.ANNOTATION else "application/json"
     response = HttpResponse(record.text, content_type=f"{media}; charset=utf-8")
     response["Content-Disposition"] = f'inline; filename="{KIND_FILES[record.kind]}"'
-    return response
-
-
-@require_GET
-def study_bundle(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
-    """The reproducibility bundle: every table behind the dashboard, as CSV and Parquet, with the
-    study's parameters and the dashboard's own numbers (annotation/selectors/bundle.py)."""
-    study = lead_study(request.user, study_id)
-    response = HttpResponse(bundle.study_bundle(study), content_type="application/zip")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-bundle.zip"'
     return response
 
 

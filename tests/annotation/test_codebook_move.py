@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import zipfile
 
 import pytest
 
@@ -118,7 +119,7 @@ def test_move_carries_renames_and_merges_and_reopens_splits(study, codebook, v2,
     assert keys_of(draft) == [("lost-handoff", 1)] and draft.status == "draft" and draft.recode_reason == ""
 
 
-def test_recoding_after_a_split_and_kappa_per_version(study, codebook, v2, coded, adjudicator):
+def test_recoding_after_a_split_and_kappa_per_version(study, codebook, v2, coded, adjudicator, tmp_path):
     r1, r2, r3, r4 = coded
     study_move_codebook(study=study, codebook=v2, key_map=KEY_MAP, actor=adjudicator)
     for assignment in r3:
@@ -144,7 +145,13 @@ def test_recoding_after_a_split_and_kappa_per_version(study, codebook, v2, coded
     exported = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert [(r["version"], r["codings"], r["current"]) for r in exported] == [("1", "6", "False"), ("2", "2", "True")]
     # The reproducibility bundle's codings are the current version's (their keys resolve).
-    assert client.get(f"/annotate/studies/{study.pk}/bundle.zip").status_code == 200
+    from django.core.management import call_command
+
+    out = tmp_path / "bundle.zip"
+    call_command("export_study", str(study.pk), "--out", str(out), stdout=io.StringIO())
+    with zipfile.ZipFile(out) as bundle:
+        codes = {r["mode"] for r in csv.DictReader(io.StringIO(bundle.read("independent_codings.csv").decode()))}
+    assert codes == {"same-file-overwrite"}
 
 
 def _unchanged(study, codebook):
