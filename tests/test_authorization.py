@@ -16,7 +16,7 @@ from annotation.annotation_md import parse_annotation_md
 from annotation.models import Assignment, PublishedRecord
 from annotation.selectors.exports import EXPORT_KINDS
 from annotation.services.pilot import pilot_create
-from tests.conftest import client_for, submit_disagreement
+from tests.factories import client_for, submit_disagreement
 from tests.routes import routes
 from trajectories.models import AgentContext, ImportBatch, RunFile
 

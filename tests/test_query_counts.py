@@ -17,8 +17,7 @@ from annotation.models import Assignment, Discussion
 from annotation.services.hints import annotation_hints_show
 from annotation.services.review import discussion_escalate
 from annotation.services.studies import study_assign, study_create
-from tests.annotation.test_discussion import code_run
-from tests.conftest import client_for, mode_code, simple_run, write_jsonl
+from tests.factories import client_for, code_run, mode_code, simple_run, write_jsonl
 from trajectories.services import import_paths
 
 pytestmark = pytest.mark.django_db

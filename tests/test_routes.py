@@ -7,7 +7,7 @@ from django.apps import apps
 from django.test import Client
 
 from annotation.models import Assignment, Discussion
-from tests.conftest import client_for, submit_disagreement
+from tests.factories import client_for, submit_disagreement
 from tests.routes import fill, routes
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from annotation.models import Annotation, Assignment, Discussion, FinalCoding, F
 from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import LabelInput, annotation_revise, annotation_save, annotation_submit
-from tests.conftest import cite, client_for, mode_code
+from tests.factories import cite, client_for, mode_code
 from trajectories.selectors import run_twin
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import Assignment
-from tests.annotation.test_views import HTMX, form, shared_run_assignments
-from tests.conftest import client_for, mode_code
+from tests.factories import HTMX, client_for, coding_form, mode_code, shared_run_assignments
 from tests.routes import fill, routes
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +18,7 @@ def test_no_route_reveals_another_annotators_labels(study, trio, codebook):
     a, b = trio[0], trio[1]
     mine, theirs = shared_run_assignments(study, a, b)
     code = mode_code(codebook, "stale-handoff")
-    saved = client_for(b).post(f"/annotate/{theirs.pk}/save/", form(code, 1, rationale=SECRET), **HTMX)
+    saved = client_for(b).post(f"/annotate/{theirs.pk}/save/", coding_form(code, 1, rationale=SECRET), **HTMX)
     assert saved.status_code == 200
     ids = sorted(
         {

@@ -6,10 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 import zipfile
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,16 +16,9 @@ from annotation.analysis.store import analysis_changed
 from annotation.models import Assignment
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import LabelInput, annotation_revise
-from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
-from tests.conftest import client_for, mode_code
+from tests.factories import client_for, mode_code, reproduce
 
 pytestmark = pytest.mark.django_db
-SCRIPT = Path(__file__).resolve().parents[2] / "docs" / "reproduce_study.py"
-
-
-def reproduce(bundle: Path, *args: str) -> subprocess.CompletedProcess:
-    # -I: isolated mode, so the script cannot import Parallax even by accident (no cwd on sys.path)
-    return subprocess.run([sys.executable, "-I", str(SCRIPT), str(bundle), *args], capture_output=True, text=True)
 
 
 def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_path, codebook):  # noqa: F811
@@ -124,9 +114,9 @@ def test_a_three_of_four_study_reproduces_from_its_bundle(study, codebook, adjud
     from accounts.roles import ANNOTATOR
     from annotation.analysis.store import analysis_refresh
     from annotation.services.studies import study_assign, study_create
-    from tests.conftest import _user
+    from tests.factories import new_user
 
-    annotators = [*study.annotators.order_by("username"), _user("coder4", ANNOTATOR)]
+    annotators = [*study.annotators.order_by("username"), new_user("coder4", ANNOTATOR)]
     second = study_create(name="S4", codebook=codebook, annotators=annotators, adjudicator=adjudicator,
                           run_ids=list(study.runs.values_list("pk", flat=True)), coders_per_run=3, seed=5)  # fmt: skip
     study_assign(study=second)

@@ -16,8 +16,10 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.models import PublishedRecord
 from annotation.selectors.published import published_records_shown
-from tests.annotation.test_published_artifact import AGENTS, TASK, run_of
-from tests.conftest import client_for
+from tests.factories import ARTIFACT_AGENTS as AGENTS
+from tests.factories import ARTIFACT_TASK as TASK
+from tests.factories import artifact_run_of as run_of
+from tests.factories import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -21,8 +21,7 @@ from annotation.analysis.signatures import COLUMNS, RunSignatures, evaluate_sign
 from annotation.analysis.store import analysis_refresh, stored_analysis
 from annotation.models import Assignment, FinalCoding
 from annotation.services.studies import study_assign, study_create
-from tests.annotation.test_discussion import code_run
-from tests.conftest import client_for, mode_code
+from tests.factories import client_for, code_run, mode_code
 from trajectories.generate import MANIFEST_NAME, PLANTED_MODES, PLANTS, generate_planted
 from trajectories.models import Run, SignatureHit
 from trajectories.services import import_paths

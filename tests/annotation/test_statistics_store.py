@@ -17,9 +17,7 @@ from annotation.analysis import compute
 from annotation.analysis.inputs import read_inputs
 from annotation.analysis.store import analysis_changed, analysis_refresh, analysis_request, stored_analysis
 from annotation.models import Study, StudyStatistics
-from tests.annotation.test_discussion import both, code_run
-from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
-from tests.conftest import client_for, mode_code
+from tests.factories import both, client_for, code_run, mode_code
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from tests.conftest import FIXTURES, client_for
+from tests.factories import FIXTURES, client_for
 from trajectories import evaluation as ev
 from trajectories.models import Run, RunFile, TestOutcome
 from trajectories.selectors import PAIR_TESTS_SHOWN

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.urls import reverse
 
-from tests.conftest import client_for, simple_run, write_jsonl
+from tests.factories import client_for, simple_run, write_jsonl
 from trajectories.models import Run
 from trajectories.services import import_paths
 from trajectories.timeline import COMPACT_THRESHOLD, LaneInput, build_timeline
