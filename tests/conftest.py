@@ -84,7 +84,9 @@ def annotator(db) -> User:
 
 
 @pytest.fixture
-def adjudicator(db) -> User:
+def adjudicator(request, db) -> User:
+    if world := module_world(request):
+        return world.adjudicator()
     return new_user("senior", ADJUDICATOR)
 
 
@@ -118,23 +120,54 @@ def admin_client_(admin_user) -> Client:
 
 
 @pytest.fixture
-def codebook(db):
+def codebook(request, db):
+    if world := module_world(request):
+        return world.codebook()
     from taxonomy.services import codebook_load_default
 
     return codebook_load_default()
 
 
 @pytest.fixture
-def trio(db):
-    from accounts.roles import ANNOTATOR
-
+def trio(request, db):
+    if world := module_world(request):
+        return world.trio()
     return [new_user(f"coder{i}", ANNOTATOR) for i in (1, 2, 3)]
 
 
 @pytest.fixture
-def study(db, tmp_path, codebook, trio, adjudicator):
+def study(request, db, tmp_path, codebook, trio, adjudicator):
     """Six paired tasks (12 runs) over two agents and two benchmarks, assigned."""
+    if world := module_world(request):
+        return world.study()
     return assigned_study(tmp_path / "study", codebook, trio, adjudicator)
+
+
+# -- built once per module ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def module_transaction(django_db_setup, django_db_blocker):
+    """A transaction around a whole test module, rolled back when the module ends. What a module-scoped fixture
+    writes in it is built once per module (once per xdist worker that runs the module's tests) and seen by each
+    of its tests; each test still runs in a transaction of its own (pytest-django's `db`, a savepoint inside this
+    one) that undoes what the test writes before the next test begins — Django's setUpTestData, for pytest."""
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        module_atomic = transaction.atomic()
+        module_atomic.__enter__()
+    yield
+    with django_db_blocker.unblock():
+        transaction.set_rollback(True)
+        module_atomic.__exit__(None, None, None)
+
+
+def module_world(request):
+    """The world a module builds once (`coded_world`, tests/annotation/conftest.py), if the module asks for it
+    (pytest.mark.usefixtures): then `codebook`, `trio`, `adjudicator` and `study` are its rows, read afresh for
+    each test, not new ones."""
+    return request.getfixturevalue("coded_world") if "coded_world" in request.fixturenames else None
 
 
 def pytest_sessionfinish(session, exitstatus):

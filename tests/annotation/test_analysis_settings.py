@@ -20,7 +20,8 @@ from tests.factories import ANALYSIS_SETTINGS_FORM as DEFAULTS
 from tests.factories import client_for, reproduce
 from trajectories.models import Run
 
-pytestmark = pytest.mark.django_db
+# coded_study is built once for the module (tests/annotation/conftest.py: coded_world)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("coded_world")]
 
 
 def url(study) -> str:

@@ -19,6 +19,9 @@ from annotation.analysis.reports import (
 )
 from tests.factories import client_for
 
+# coded_study is built once for the module (tests/annotation/conftest.py: coded_world)
+pytestmark = pytest.mark.usefixtures("coded_world")
+
 
 def inst(run, agent, mode, sub, cat):
     return FinalInstance(run, agent, (mode, mode.title()), (sub, sub.title()), (cat, cat.title()))
