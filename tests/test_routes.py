@@ -201,8 +201,7 @@ def world(study, codebook, trio) -> dict[str, dict]:
     label = LabelInput(code_id=mode_code(codebook, "stale-handoff").pk, rationale=SECRET)
     annotation_save(annotation=draft, actor=b, version=1, no_failure=False, notes="", labels=[label])
     own_run = mine_shared.run_id
-    discussed = next(a.run_id for a in mine(study, me) if a.run_id != own_run and a.run.assignments.filter(
-        annotator=c).exists())  # fmt: skip
+    discussed = mine(study, me).exclude(run_id=own_run).filter(run__assignments__annotator=c).first().run_id
     own_discussion = submit_disagreement(study, discussed, codebook)
     coded_by_me = set(mine(study, me).values_list("run_id", flat=True))
     foreign_run = study.runs.exclude(pk__in=coded_by_me).order_by("pk").first().pk
@@ -214,7 +213,7 @@ def world(study, codebook, trio) -> dict[str, dict]:
     records = {  # a published annotation.md of each run, kept as data (shown on the run's history page)
         run_id: PublishedRecord.objects.create(
             study=study, run_id=run_id, name="annotation.md", text=text, data=parse_annotation_md(text).data()
-        )  # fmt: skip
+        )
         for run_id in (own_run, foreign_run)
     }
     ids = {}
