@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -20,19 +18,12 @@ from annotation.analysis.store import analysis_changed, stored_analysis
 from annotation.models import Assignment
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import LabelInput, annotation_revise
-from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
-from tests.conftest import client_for, mode_code
+from tests.factories import client_for, mode_code, reproduce
 
 pytestmark = pytest.mark.django_db
-SCRIPT = Path(__file__).resolve().parents[2] / "docs" / "reproduce_study.py"
 
 
-def reproduce(bundle: Path, *args: str) -> subprocess.CompletedProcess:
-    # -I: isolated mode, so the script cannot import Parallax even by accident (no cwd on sys.path)
-    return subprocess.run([sys.executable, "-I", str(SCRIPT), str(bundle), *args], capture_output=True, text=True)
-
-
-def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_path, codebook):  # noqa: F811
+def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_path, codebook):
     study = coded_study
     study.seed = 11
     study.save(update_fields=["seed"])  # the pages allow it only before assignment: here the figures are told
@@ -91,7 +82,7 @@ def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_pat
     assert params["coders_per_run"] == 2 and params["closed_at"] is None
 
 
-def test_the_check_fails_when_the_data_do_not_give_the_dashboards_numbers(coded_study, tmp_path):  # noqa: F811
+def test_the_check_fails_when_the_data_do_not_give_the_dashboards_numbers(coded_study, tmp_path):
     bundle = tmp_path / "bundle"
     call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
     zipfile.ZipFile(tmp_path / "b.zip").extractall(bundle)
@@ -149,7 +140,7 @@ def _shown(change):
         ("dashboard.json", _shown(lambda d: d["table3"].update(instances_not_agreed=3)), "table3 instances_not_agreed"),
     ],
 )  # fmt: skip
-def test_the_check_names_every_figure_that_differs(coded_study, tmp_path, name, change, named):  # noqa: F811
+def test_the_check_names_every_figure_that_differs(coded_study, tmp_path, name, change, named):
     bundle = tmp_path / "bundle"
     call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
     zipfile.ZipFile(tmp_path / "b.zip").extractall(bundle)
@@ -166,16 +157,16 @@ def media(settings, tmp_path):
 
 
 def test_the_worker_builds_the_bundle_and_the_page_offers_it_when_ready(
-    coded_study,  # noqa: F811
+    coded_study,
     trio,
     adjudicator,
     admin_user,
     media,
-    django_capture_on_commit_callbacks,  # noqa: F811
+    django_capture_on_commit_callbacks,
 ):
     from annotation.models import StudyBundle
     from annotation.selectors.bundle import BUNDLE_STEPS
-    from tests.annotation.test_views import HTMX
+    from tests.factories import HTMX
 
     base = f"/annotate/studies/{coded_study.pk}"
     annotator = client_for(trio[0])
@@ -205,7 +196,7 @@ def test_the_worker_builds_the_bundle_and_the_page_offers_it_when_ready(
     assert not list(media.rglob("*.part"))  # written aside, moved into place whole
 
 
-def test_the_page_follows_a_bundle_being_built_and_one_ask_is_one_build(coded_study, adjudicator, media):  # noqa: F811
+def test_the_page_follows_a_bundle_being_built_and_one_ask_is_one_build(coded_study, adjudicator, media):
     from annotation.services.bundles import bundle_build, bundle_request
 
     first = bundle_request(study=coded_study, actor=adjudicator, queue=False)
@@ -219,7 +210,7 @@ def test_the_page_follows_a_bundle_being_built_and_one_ask_is_one_build(coded_st
     assert bundle_request(study=coded_study, actor=adjudicator, queue=False) != first  # finished: a new one
 
 
-def test_a_failed_bundle_says_why_and_leaves_no_file(coded_study, adjudicator, media, monkeypatch):  # noqa: F811
+def test_a_failed_bundle_says_why_and_leaves_no_file(coded_study, adjudicator, media, monkeypatch):
     from annotation.services import bundles
 
     bundle = bundles.bundle_request(study=coded_study, actor=adjudicator, queue=False)
@@ -238,7 +229,7 @@ def test_a_failed_bundle_says_why_and_leaves_no_file(coded_study, adjudicator, m
     assert client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/bundle.zip").status_code == 409
 
 
-def test_only_the_newest_bundles_keep_their_files(coded_study, adjudicator, media):  # noqa: F811
+def test_only_the_newest_bundles_keep_their_files(coded_study, adjudicator, media):
     from annotation.services.bundles import KEEP, bundle_build, bundle_request
 
     built = []
@@ -253,7 +244,7 @@ def test_only_the_newest_bundles_keep_their_files(coded_study, adjudicator, medi
     assert f"bundle-v{built[-1].version}.zip" in response["Content-Disposition"]
 
 
-def test_names_a_spreadsheet_would_run_still_reproduce(coded_study, tmp_path, trio):  # noqa: F811
+def test_names_a_spreadsheet_would_run_still_reproduce(coded_study, tmp_path, trio):
     trio[0].username = "-coder1"  # Django allows it; the CSV writes '-coder1
     trio[0].save()
     analysis_changed(study_id=coded_study.pk)  # the stored figures name the annotators as they were then
@@ -269,9 +260,9 @@ def test_a_three_of_four_study_reproduces_from_its_bundle(study, codebook, adjud
     from accounts.roles import ANNOTATOR
     from annotation.analysis.store import analysis_refresh
     from annotation.services.studies import study_assign, study_create
-    from tests.conftest import _user
+    from tests.factories import new_user
 
-    annotators = [*study.annotators.order_by("username"), _user("coder4", ANNOTATOR)]
+    annotators = [*study.annotators.order_by("username"), new_user("coder4", ANNOTATOR)]
     second = study_create(name="S4", codebook=codebook, annotators=annotators, adjudicator=adjudicator,
                           run_ids=list(study.runs.values_list("pk", flat=True)), coders_per_run=3, seed=5)  # fmt: skip
     study_assign(study=second)

@@ -22,8 +22,7 @@ from annotation.analysis.signatures import COLUMNS, RunSignatures, evaluate_sign
 from annotation.analysis.store import analysis_refresh, stored_analysis
 from annotation.models import Assignment, FinalCoding
 from annotation.services.studies import study_assign, study_create
-from tests.annotation.test_discussion import code_run
-from tests.conftest import client_for, mode_code
+from tests.factories import both, cite, client_for, code_run, mode_code
 from trajectories.generate import MANIFEST_NAME, PLANTED_MODES, PLANTS, generate_planted
 from trajectories.models import Run, SignatureHit
 from trajectories.services import import_paths
@@ -358,8 +357,6 @@ def test_gold_reached_after_the_hints_were_seen_is_measured_apart(study, codeboo
     from annotation.services import review as flow
     from annotation.services.coding import LabelInput, annotation_revise
     from annotation.services.hints import annotation_hints_show
-    from tests.annotation.test_discussion import both
-    from tests.conftest import cite
 
     Study.objects.filter(pk=study.pk).update(hint_policy="always")
     study.refresh_from_db()

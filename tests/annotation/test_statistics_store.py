@@ -17,9 +17,7 @@ from annotation.analysis import compute
 from annotation.analysis.inputs import read_inputs
 from annotation.analysis.store import analysis_changed, analysis_refresh, analysis_request, stored_analysis
 from annotation.models import Study, StudyStatistics
-from tests.annotation.test_discussion import both, code_run
-from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
-from tests.conftest import client_for, mode_code
+from tests.factories import both, client_for, code_run, mode_code
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +32,7 @@ def _adjudicate_another(study, codebook, adjudicator, key="same-file-collision")
     flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(mode_code(codebook, key).pk, "r")])
 
 
-def test_the_dashboard_shows_the_stored_statistics_and_says_they_are_current(coded_study, adjudicator):  # noqa: F811
+def test_the_dashboard_shows_the_stored_statistics_and_says_they_are_current(coded_study, adjudicator):
     stored = StudyStatistics.objects.get(study=coded_study)
     assert stored.version == Study.objects.get(pk=coded_study.pk).statistics_version
     body = client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/").content.decode()
@@ -44,7 +42,7 @@ def test_the_dashboard_shows_the_stored_statistics_and_says_they_are_current(cod
 
 
 def test_after_a_change_the_old_figures_are_marked_not_current_until_the_worker_lands(
-    coded_study,  # noqa: F811
+    coded_study,
     adjudicator,
     codebook,
 ):
@@ -66,7 +64,7 @@ def test_after_a_change_the_old_figures_are_marked_not_current_until_the_worker_
     assert "Statistics computed" in client.get(f"/annotate/studies/{coded_study.pk}/").content.decode()
 
 
-def test_a_burst_of_changes_queues_one_computation(coded_study):  # noqa: F811
+def test_a_burst_of_changes_queues_one_computation(coded_study):
     Study.objects.filter(pk=coded_study.pk).update(statistics_queued_at=timezone.now())  # one is waiting
     assert analysis_request(study_id=coded_study.pk) is False
     assert analysis_request(study_id=coded_study.pk) is False
@@ -74,7 +72,7 @@ def test_a_burst_of_changes_queues_one_computation(coded_study):  # noqa: F811
     assert analysis_request(study_id=coded_study.pk) is True  # a message lost an hour ago is queued again
 
 
-def test_a_stored_result_never_goes_backwards(coded_study):  # noqa: F811
+def test_a_stored_result_never_goes_backwards(coded_study):
     stored = StudyStatistics.objects.get(study=coded_study)
     StudyStatistics.objects.filter(pk=stored.pk).update(version=stored.version + 5, payload={"marker": 1})
     analysis_refresh(study_id=coded_study.pk)  # the study is at an older version than what is stored
@@ -120,7 +118,7 @@ def test_the_dashboard_costs_the_same_queries_however_much_is_coded(study, codeb
 
 
 def test_the_table3_export_streams_the_stored_figures_and_says_whether_they_are_current(
-    coded_study,  # noqa: F811
+    coded_study,
     adjudicator,
     codebook,
 ):
