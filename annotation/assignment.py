@@ -95,21 +95,34 @@ def assign_groups(
 def balance(
     coders: Mapping[int, Sequence[int]], strata: Mapping[int, Hashable], *, annotators: Sequence[int] | None = None
 ) -> dict:
-    """How even an assignment is: run id → its coders, run id → its stratum. The spread (max − min)
-    of runs per coder group, per annotator pair (runs both code) and per annotator, overall, and the
-    largest group spread within a stratum, over the groups, pairs and annotators of `annotators`
-    (default: every annotator with a run); one with no run counts as 0."""
+    """How even an assignment is: run id → its coders, run id → its stratum (see `balance_of_counts`)."""
+    counts = Counter((strata[run_id], tuple(sorted(group))) for run_id, group in coders.items())
+    return balance_of_counts(counts, annotators=annotators)
+
+
+def balance_of_counts(counts: Mapping[tuple[Hashable, Group], int], *, annotators: Sequence[int] | None = None) -> dict:
+    """How even an assignment is, from (stratum, coder group) → runs: the spread (max − min) of runs per
+    coder group, per annotator pair (runs both code) and per annotator, overall, and the largest group
+    spread within a stratum, over the groups, pairs and annotators of `annotators` (default: every
+    annotator with a run); one with no run counts as 0."""
+    counts = {(stratum, tuple(sorted(group))): n for (stratum, group), n in counts.items() if n}
     if annotators is None:
-        annotators = {a for group in coders.values() for a in group}
+        annotators = {a for _, group in counts for a in group}
     annotators = sorted(annotators)
-    sizes = {len(group) for group in coders.values()}
+    sizes = {len(group) for _, group in counts}
     k = max(sizes, default=2)
-    groups = Counter(tuple(sorted(group)) for group in coders.values())
-    pairs = Counter(pair for group in groups.elements() for pair in combinations(group, 2))
-    loads = Counter(a for group in coders.values() for a in group)
+    groups: Counter = Counter()
     per_stratum: dict[Hashable, Counter] = {}
-    for run_id, group in coders.items():
-        per_stratum.setdefault(strata[run_id], Counter())[tuple(sorted(group))] += 1
+    for (stratum, group), n in counts.items():
+        groups[group] += n
+        per_stratum.setdefault(stratum, Counter())[group] += n
+    pairs: Counter = Counter()
+    loads: Counter = Counter()
+    for group, n in groups.items():
+        for pair in combinations(group, 2):
+            pairs[pair] += n
+        for a in group:
+            loads[a] += n
     all_groups = list(combinations(annotators, k)) if len(annotators) >= k else []
     all_pairs = list(combinations(annotators, 2))
 
@@ -118,7 +131,7 @@ def balance(
         return max(values) - min(values) if values else 0
 
     return {
-        "runs": len(coders),
+        "runs": sum(groups.values()),
         "coders_per_run": sorted(sizes),
         "groups": {"counts": dict(groups), "spread": spread(groups, all_groups)},
         "pairs": {"counts": dict(pairs), "spread": spread(pairs, all_pairs)},

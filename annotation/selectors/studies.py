@@ -4,13 +4,14 @@ picks, and how even the study's assignment is."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from accounts.roles import ADJUDICATOR, ADMIN, ANNOTATOR
-from trajectories.models import Run
+from trajectories.models import AgentSystem, Benchmark, Run, Task
 from trajectories.selectors import paired_concurrent_runs
 
-from ..assignment import balance
+from ..assignment import balance_of_counts
 from ..models import Assignment, Study
 
 User = get_user_model()
@@ -71,18 +72,53 @@ def coders_by_run(study: Study, *, exclude_runs: set[int] = frozenset()) -> dict
     return on_run
 
 
+def group_counts(study: Study) -> dict[tuple[tuple, tuple[int, ...]], int]:
+    """(stratum: agent × benchmark × difficulty, coder group) → runs, for the study's runs, counted by the
+    database: a row per stratum and group comes back, however many runs and assignments the study has. A run's
+    group is its coders in slots 1..k; a run nobody codes yet counts under the empty group."""
+    k = study.coders_per_run
+    slots = ", ".join(f"MAX(CASE WHEN slot = {slot} THEN annotator_id END) AS s{slot}" for slot in range(1, k + 1))
+    names = ", ".join(f"g.s{slot}" for slot in range(1, k + 1))
+    tables = {
+        "through": Study.runs.through._meta.db_table,
+        "assignment": Assignment._meta.db_table,
+        "run": Run._meta.db_table,
+        "task": Task._meta.db_table,
+        "agent": AgentSystem._meta.db_table,
+        "benchmark": Benchmark._meta.db_table,
+    }
+    sql = f"""
+        SELECT agent.name, benchmark.name, task.difficulty, {names}, COUNT(*)
+        FROM {tables["through"]} AS sr
+        JOIN {tables["run"]} AS run ON run.id = sr.run_id
+        JOIN {tables["task"]} AS task ON task.id = run.task_id
+        JOIN {tables["agent"]} AS agent ON agent.id = run.agent_id
+        JOIN {tables["benchmark"]} AS benchmark ON benchmark.id = task.benchmark_id
+        LEFT JOIN (
+            SELECT run_id, {slots} FROM {tables["assignment"]} WHERE study_id = %s GROUP BY run_id
+        ) AS g ON g.run_id = sr.run_id
+        WHERE sr.study_id = %s
+        GROUP BY agent.name, benchmark.name, task.difficulty, {names}
+    """  # noqa: S608 (table names from the models; the study's id is a parameter)
+    counts: dict = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [study.pk, study.pk])
+        for agent, benchmark, difficulty, *row in cursor.fetchall():
+            group = tuple(sorted(a for a in row[:k] if a is not None))
+            key = ((agent, benchmark, difficulty), group)
+            counts[key] = counts.get(key, 0) + row[k]
+    return counts
+
+
 def study_balance(*, study: Study) -> dict:
-    """How even the study's assignment is (assignment.py balance) over its current
-    annotators, with usernames for the counts."""
-    on_run = coders_by_run(study)
+    """How even the study's assignment is (assignment.py balance) over its current annotators, with
+    usernames for the counts; its cost does not grow with the study (`group_counts`)."""
+    counts = group_counts(study)
     current = dict(study.annotators.values_list("pk", "username"))
-    report = balance(
-        {run_id: coders for run_id, (_, coders) in on_run.items()},
-        {run_id: stratum for run_id, (stratum, _) in on_run.items()},
-        annotators=list(current),
-    )
-    names = dict(User.objects.filter(pk__in={a for _, c in on_run.values() for a in c}).values_list("pk", "username"))
+    report = balance_of_counts({key: n for key, n in counts.items() if key[1]}, annotators=list(current))
+    coders = {a for (_, group) in counts for a in group}
+    names = dict(User.objects.filter(pk__in=coders - set(current)).values_list("pk", "username"))
     names.update(current)
     report["names"] = names
-    report["unassigned"] = study.runs.exclude(assignments__study=study).count()
+    report["unassigned"] = sum(n for (_, group), n in counts.items() if not group)
     return report

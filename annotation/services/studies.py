@@ -21,6 +21,7 @@ from ..errors import AnnotationError
 from ..hint_policies import DEFAULT_HINT_POLICY, HINT_POLICIES
 from ..models import Annotation, Assignment, Study
 from ..selectors.studies import coders_by_run as _coders_by_run
+from ..selectors.studies import group_counts
 from .coding import audit, snapshot
 
 User = get_user_model()
@@ -204,7 +205,8 @@ def study_assign(*, study: Study) -> int:
             for r in study.runs.select_related("agent", "task__benchmark").order_by("pk")
             if r.pk not in assigned
         ]
-        rows = _deal(study, runs, already=_group_counts(_coders_by_run(study)))
+        already = Counter({key: n for key, n in group_counts(study).items() if key[1]})
+        rows = _deal(study, runs, already=already)
         Assignment.objects.bulk_create(rows, batch_size=1000)
         if rows:
             record("study.assign", f"{len(rows)} assignments made (seed {study.seed})", study_id=study.pk,

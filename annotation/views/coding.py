@@ -98,8 +98,11 @@ def annotate(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
         "revised": revising and annotation.history.filter(action="revise").exists(),
         "editable": not annotation.is_submitted or revising,
         "save_url": reverse("annotation:revise" if revising else "annotation:save", args=[assignment.pk]),
-        # Each mode's card holds its instances (episodes); an unpicked mode shows one empty instance.
-        "cards": [(node.code, _instances(labels.get(node.code.pk, [None]))) for node in modes],
+        # The coded modes' cards, each with its instances (episodes); a mode picked on the page gets its card from
+        # the page's one blank card (#card-template, fields named for mode 0).
+        "cards": [(node.code, _instances(labels[node.code.pk])) for node in modes if node.code.pk in labels],
+        "blank_code": {"pk": 0},
+        "blank_instances": _instances([None]),
         "all_codes": [node.code for node in modes],
         "position": selectors.queue_position(user=request.user, assignment=assignment),
         "hints": coding_hints(user=request.user, assignment=assignment, annotation=annotation),

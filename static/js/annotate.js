@@ -19,8 +19,9 @@
 
   // -- cards and episodes --------------------------------------------------------------------
   function showCard(box) {
-    const card = document.getElementById(box.dataset.card);
+    const card = document.getElementById(box.dataset.card) || (box.checked && newCard(box));
     if (!card) return;
+    if (box.checked && !card.querySelector(".instance")) addInstance(card);
     card.hidden = !box.checked;
     box.closest(".mode-option").classList.toggle("picked", box.checked);
     numberInstances(card);
@@ -44,9 +45,38 @@
     card.classList.toggle("episodes", instances.length > 1);
   }
 
+  // The page renders the cards of the modes already coded; a mode picked here gets a copy of the page's
+  // blank card (#card-template: code 0), named for the mode, with its texts from the picker, placed in the
+  // picker's order.
+  const template = document.getElementById("card-template");
+  function newCard(box) {
+    const code = box.value;
+    const option = box.closest(".mode-option");
+    const card = template.content.querySelector(".label-card").cloneNode(true);
+    card.id = box.dataset.card;
+    card.dataset.code = code;
+    card.querySelector('[data-role="name"]').textContent = option.querySelector('[data-g="name"]').textContent;
+    const definition = option.querySelector('[data-g="definition"]')?.textContent;
+    card.querySelector('[data-role="texts"]').textContent = option.dataset.path + (definition ? ` — ${definition}` : "");
+    card.querySelector(".instance").remove();
+    const later = boxes().slice(boxes().indexOf(box) + 1).map((b) => document.getElementById(b.dataset.card)).find(Boolean);
+    form.querySelector(".cards").insertBefore(card, later || null);
+    return card;
+  }
+
+  // A mode's first episode: the blank card's, its fields named for this mode, every other mode offered as the
+  // nearest rejected one.
+  function blankInstance(card) {
+    const code = card.dataset.code;
+    const copy = template.content.querySelector(".instance").cloneNode(true);
+    copy.querySelectorAll("[name]").forEach((field) => { field.name = field.name.replace(/-0$/, `-${code}`); });
+    copy.querySelector(`select option[value="${code}"]`)?.remove();
+    return copy;
+  }
+
   function addInstance(card) {
     const all = card.querySelectorAll(".instance");
-    const copy = all[all.length - 1].cloneNode(true);
+    const copy = all.length ? all[all.length - 1].cloneNode(true) : blankInstance(card);
     copy.querySelectorAll("textarea, input[type=text]").forEach((field) => { field.value = ""; });
     copy.querySelectorAll("select").forEach((field) => { field.value = ""; });
     copy.querySelector("details").open = false;
@@ -105,7 +135,7 @@
 
   function restore(snapshot) {
     form.querySelectorAll(".label-card").forEach((card) => {
-      const want = snapshot.episodes[card.id] || 1;
+      const want = snapshot.episodes[card.id] || 0;
       let have = card.querySelectorAll(".instance");
       while (have.length > want) { have[have.length - 1].remove(); have = card.querySelectorAll(".instance"); }
       while (have.length < want) { addInstance(card); have = card.querySelectorAll(".instance"); }
@@ -203,7 +233,7 @@
   function guide(option) {
     if (!guidance || !option) return;
     for (const name of ["name", "path", "definition", "inclusion", "exclusion", "positive", "negative"]) {
-      const value = option.dataset["g" + name[0].toUpperCase() + name.slice(1)] || "";
+      const value = name === "path" ? option.dataset.path : option.querySelector(`[data-g="${name}"]`)?.textContent || "";
       guidance.querySelector(`[data-g="${name}"]`).textContent = value;
       const row = guidance.querySelector(`[data-g="${name}-row"]`);
       if (row) row.hidden = !value;
@@ -225,6 +255,9 @@
 
   // -- search: exact names first, then prefixes, then words, then anywhere, then definitions ----
   const rank = window.Parallax.rankCode;  // code-rank.js, shared with the adjudication form
+  options().forEach((option) => {  // what rankCode reads: the definition in lower case
+    option.dataset.definition = (option.querySelector('[data-g="definition"]')?.textContent || "").toLowerCase();
+  });
 
   let ranked = [];  // the modes shown, best first: what Enter and the number keys act on
   function filter() {

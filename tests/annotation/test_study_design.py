@@ -189,3 +189,26 @@ def test_a_closed_study_takes_no_coding_runs_or_assignments(study, trio, codeboo
     annotation = annotation_for(assignment=Assignment.objects.select_related("study").get(pk=assignment.pk))
     _code(annotation, trio[0], ["lossy-handoff"], codebook, submit=False)
     assert annotation.labels.count() == 1
+
+
+def test_the_design_pages_balance_counts_every_run_as_its_assignments_say(three_of_four, quad, tmp_path):
+    """The balance the design page shows (counted by the database) is the balance of the study's assignments
+    read one by one: a run coded by two of its three slots (slot 2 freed) counts under its two coders, a run
+    given to nobody yet counts as unassigned, and every spread and count is the same."""
+    from annotation.assignment import balance
+
+    Assignment.objects.filter(study=three_of_four, run=three_of_four.runs.order_by("pk").first(), slot=2).delete()
+    added = more_pairs(tmp_path, 2)
+    three_of_four.runs.add(*added)  # in the study, not yet dealt
+    assignments = Assignment.objects.filter(study=three_of_four).select_related("run__agent", "run__task__benchmark")
+    coders, strata = {}, {}
+    for a in assignments:
+        coders.setdefault(a.run_id, []).append(a.annotator_id)
+        strata[a.run_id] = (a.run.agent.name, a.run.task.benchmark.name, a.run.task.difficulty)
+    expected = balance(coders, strata, annotators=[u.pk for u in quad])
+    shown = study_balance(study=three_of_four)
+    assert shown["unassigned"] == 2
+    assert sorted(shown["coders_per_run"]) == [2, 3]
+    for key in ("runs", "coders_per_run", "groups", "pairs", "annotators", "worst_stratum_group_spread"):
+        assert shown[key] == expected[key], key
+    assert shown["names"] == {u.pk: u.username for u in quad}

@@ -249,3 +249,43 @@ def test_show_the_hints_and_cite_one_of_their_events(page, live_server, study, t
         page.wait_for_timeout(100)
     annotation = Annotation.objects.get(assignment_id=assignment_id)
     assert annotation.hints_seen_at is not None and annotation.labels.get().evidence == [cited]
+
+
+def test_a_mode_picked_on_the_page_gets_its_own_card(page, live_server, study, trio):
+    """A mode's card is made when it is first picked: its name and definition, its fields named for it,
+    every other mode offered as the nearest rejected one; picked after another, it takes its place in the
+    picker's order; what is typed in it is saved for that mode and shown again after a reload."""
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/next/")
+    page.wait_for_selector("#annotation-form")
+    page.wait_for_load_state()
+    assignment_id = int(page.url.rstrip("/").split("/")[-1])
+    codebook = Assignment.objects.get(pk=assignment_id).study.codebook
+    lossy, same = codebook.codes.get(key="lossy-handoff"), codebook.codes.get(key="same-file-collision")
+    page.locator(f'input[name=code][value="{lossy.pk}"]').check()
+    page.locator(f'input[name=code][value="{same.pk}"]').check()
+    cards = page.locator("fieldset.label-card:not([hidden])")
+    expect(cards).to_have_count(2)
+    order = [int(x) for x in cards.evaluate_all("nodes => nodes.map(n => n.dataset.code)")]
+    picker = [int(x) for x in page.locator("input[name=code]").evaluate_all("nodes => nodes.map(n => n.value)")]
+    assert order == sorted(order, key=picker.index)  # the picker's order, whichever was picked first
+    card = page.locator(f"#card-{same.pk}")
+    expect(card.locator("legend")).to_have_text(same.name)
+    expect(card).to_contain_text(same.definition[:40])
+    rejected = card.locator(f"select[name=rejected-{same.pk}]")
+    offered = rejected.locator("option").evaluate_all("nodes => nodes.map(n => n.value)")
+    assert str(same.pk) not in offered and str(lossy.pk) in offered
+    rejected.select_option(str(lossy.pk))
+    card.locator(f"textarea[name=rationale-{same.pk}]").fill("Both children wrote src/f0.py.")
+    page.locator(f"#card-{lossy.pk} textarea[name=rationale-{lossy.pk}]").fill("The summary lost the test name.")
+    page.wait_for_timeout(1500)  # the input autosave fires after 1.2 s of quiet
+    wait_until_saved(page)
+    labels = {x.code_id: x for x in Annotation.objects.get(assignment_id=assignment_id).labels.all()}
+    assert (
+        labels[same.pk].rationale == "Both children wrote src/f0.py."
+        and labels[same.pk].nearest_rejected_id == lossy.pk
+    )
+    assert labels[lossy.pk].rationale == "The summary lost the test name."
+    page.reload()
+    page.wait_for_selector("#annotation-form")
+    expect(page.locator(f"#card-{same.pk} select[name=rejected-{same.pk}]")).to_have_value(str(lossy.pk))
