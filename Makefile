@@ -77,6 +77,7 @@ bench: install
 	$(PY) bench/page_bench.py
 	$(PY) bench/study_bench.py
 	$(PY) bench/load_bench.py
+	$(PY) bench/coding_day.py
 	$(PY) bench/import_bench.py
 	$(PY) bench/bomb_bench.py
 
