@@ -115,10 +115,12 @@ def read_inputs(study: Study, *, parts: tuple[str, ...] = PARTS) -> StudyInputs:
         values["instances"] = final_instances(study=study)
         values["runs_final"] = FinalCoding.objects.filter(study=study).count()
         values["instances_not_agreed"] = FinalLabel.objects.filter(final__study=study, count_agreed=False).count()
-    if "pairs" in parts:
-        values["pairs"] = pair_outcomes(study=study)
-    if "metrics" in parts:
-        values["metrics"] = pair_metrics(study=study)
+    if "pairs" in parts or "metrics" in parts:
+        pairs = study_pairs(study=study)  # read once for both
+        if "pairs" in parts:
+            values["pairs"] = pair_outcomes(study=study, pairs=pairs)
+        if "metrics" in parts:
+            values["metrics"] = pair_metrics(study=study, pairs=pairs)
     if "strata" in parts:
         values["strata"] = strata(study=study)
     if "signatures" in parts:
@@ -234,68 +236,79 @@ def final_instances(*, study: Study) -> list[FinalInstance]:
     return out
 
 
-def pair_outcomes(*, study: Study, run_ids: list[int] | None = None) -> list[PairOutcome]:
-    """The study's concurrent runs (or those of `run_ids`) with their sequential twins' outcomes."""
+_PAIR_FIELDS = (
+    "pk",
+    "task_id",
+    "agent_id",
+    "task_pass",
+    "test_pass",
+    "duration_s",
+    "tokens",
+    "agent__name",
+    "task__benchmark__name",
+    "task__difficulty",
+    "task__external_id",
+)
+
+
+def study_pairs(*, study: Study, run_ids: list[int] | None = None) -> list[tuple[dict, dict]]:
+    """The study's concurrent runs (or those of `run_ids`) that have a sequential twin, each with its twin: the
+    outcomes and process metrics of both, as plain values (two queries, whatever the study's size); RQ1's pairs
+    and RQ2's metrics are both read from them."""
     runs = study.runs.all() if run_ids is None else study.runs.filter(pk__in=run_ids)
-    outcomes = ("pk", "task_id", "agent_id", "task_pass", "test_pass", "duration_s", "tokens")
-    # plain values, not model instances: this reads every run of the study and its twin
-    concurrent = runs.values_list(*outcomes, "agent__name", "task__external_id", "task__benchmark__name")
-    twin_of = {(row[1], row[2]): row for row in twins(runs=runs).values_list(*outcomes)}
+    fields = (*_PAIR_FIELDS, *(name for name in PROCESS_METRICS if name not in _PAIR_FIELDS))
+    twin_of = {(row["task_id"], row["agent_id"]): row for row in twins(runs=runs).values(*fields)}
     out = []
-    for pk, task_id, agent_id, task_pass, test_pass, duration, tokens, agent, task, benchmark in concurrent:
-        twin = twin_of.get((task_id, agent_id))
-        if twin is None:
-            continue
-        out.append(
-            PairOutcome(
-                agent=agent,
-                benchmark=benchmark,
-                task=task,
-                concurrent_pass=task_pass,
-                sequential_pass=twin[3],
-                concurrent_test_pass=test_pass,
-                sequential_test_pass=twin[4],
-                concurrent_duration=duration,
-                sequential_duration=twin[5],
-                concurrent_tokens=tokens,
-                sequential_tokens=twin[6],
-                concurrent_run_id=pk,
-                sequential_run_id=twin[0],
-            )
-        )
+    for row in runs.values(*fields):
+        twin = twin_of.get((row["task_id"], row["agent_id"]))
+        if twin is not None:
+            out.append((row, twin))
     return out
 
 
-def pair_metrics(*, study: Study) -> list[RunMetrics]:
-    """RQ2's input: the process metrics of the study's concurrent runs that have a sequential twin,
-    and of those twins (plain values: two queries)."""
-    fields = (
-        "task_id",
-        "agent_id",
-        "mode",
-        "agent__name",
-        "task__benchmark__name",
-        "task__difficulty",
-        "task__external_id",
-        *PROCESS_METRICS,
-    )
-    runs = study.runs.all()
-    concurrent = list(runs.values(*fields))
-    twin_of = {(row["task_id"], row["agent_id"]): row for row in twins(runs=runs).values(*fields)}
+def pair_outcomes(
+    *, study: Study, run_ids: list[int] | None = None, pairs: list[tuple[dict, dict]] | None = None
+) -> list[PairOutcome]:
+    """The study's concurrent runs (or those of `run_ids`) with their sequential twins' outcomes (from `pairs`
+    when they have been read: study_pairs)."""
+    if pairs is None:
+        pairs = study_pairs(study=study, run_ids=run_ids)
+    return [
+        PairOutcome(
+            agent=run["agent__name"],
+            benchmark=run["task__benchmark__name"],
+            task=run["task__external_id"],
+            concurrent_pass=run["task_pass"],
+            sequential_pass=twin["task_pass"],
+            concurrent_test_pass=run["test_pass"],
+            sequential_test_pass=twin["test_pass"],
+            concurrent_duration=run["duration_s"],
+            sequential_duration=twin["duration_s"],
+            concurrent_tokens=run["tokens"],
+            sequential_tokens=twin["tokens"],
+            concurrent_run_id=run["pk"],
+            sequential_run_id=twin["pk"],
+        )
+        for run, twin in pairs
+    ]
+
+
+def pair_metrics(*, study: Study, pairs: list[tuple[dict, dict]] | None = None) -> list[RunMetrics]:
+    """RQ2's input: the process metrics of the study's concurrent runs that have a sequential twin, and of those
+    twins (from `pairs` when they have been read: study_pairs)."""
+    if pairs is None:
+        pairs = study_pairs(study=study)
     out = []
-    for row in concurrent:
-        twin = twin_of.get((row["task_id"], row["agent_id"]))
-        if twin is None:
-            continue
-        for side, values in (("concurrent", row), ("sequential", twin)):
+    for run, twin in pairs:
+        for side, values in (("concurrent", run), ("sequential", twin)):
             out.append(
                 RunMetrics(
-                    agent=row["agent__name"],
-                    benchmark=row["task__benchmark__name"],
-                    difficulty=row["task__difficulty"],
+                    agent=run["agent__name"],
+                    benchmark=run["task__benchmark__name"],
+                    difficulty=run["task__difficulty"],
                     mode=side,
                     values={name: values[name] for name in PROCESS_METRICS},
-                    task=row["task__external_id"],
+                    task=run["task__external_id"],
                 )
             )
     return out
