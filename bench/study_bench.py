@@ -38,7 +38,7 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.backends.signals import connection_created  # noqa: E402
-from django.test import Client  # noqa: E402
+from django.test import Client, override_settings  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
@@ -51,6 +51,7 @@ from taxonomy.services import codebook_load_default  # noqa: E402
 BUDGET = 5.0  # seconds of requests per page and scale, after the warm-up
 STATEMENT_TIMEOUT_MS = 60_000
 PAGE_MS, RATIO, FIRST_ROW_MS = 200, 1.5, 100  # issue 17's targets
+REFRESH_S, JOB_RATIO, BUNDLE_S = 3.0, 10, 30.0  # issue 29's targets for the worker's jobs
 HEADINGS = {"demo": "demo", "paper": "paper", "10x": "10×"}
 
 
@@ -257,11 +258,72 @@ def table(results: dict[str, dict], scales: list[str]) -> None:
     )
 
 
+def worker_jobs(study: Study) -> dict[str, float]:
+    """The worker's jobs on a study, timed: the statistics refresh (its read and its computation, median of 3) and
+    the reproducibility bundle (refresh included, written to a temporary folder)."""
+    import tempfile
+
+    from annotation.analysis.compute import compute
+    from annotation.analysis.inputs import read_inputs
+    from annotation.models import StudyBundle
+    from annotation.services.bundles import bundle_build, bundle_request
+
+    reads, computes = [], []
+    for _ in range(3):
+        start = time.perf_counter()
+        inputs = read_inputs(study)
+        reads.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        compute(inputs)
+        computes.append(time.perf_counter() - start)
+    times = {"read": statistics.median(reads), "compute": statistics.median(computes)}
+    times["refresh"] = times["read"] + times["compute"]
+    with tempfile.TemporaryDirectory() as media, override_settings(MEDIA_ROOT=media):
+        bundle = bundle_request(study=study, actor=None, queue=False)
+        start = time.perf_counter()
+        bundle_build(bundle_id=bundle.pk)
+        times["bundle"] = time.perf_counter() - start
+        built = StudyBundle.objects.get(pk=bundle.pk)
+        times["bundle_mb"] = (built.size or 0) / 1e6
+        StudyBundle.objects.filter(pk=bundle.pk).delete()
+    print(f"  {study.name}: worker jobs {times}", file=sys.stderr)
+    return times
+
+
+def jobs(results: dict[str, dict[str, float]], scales: list[str]) -> None:
+    rows = (
+        ("statistics: read the study", "read"),
+        ("statistics: compute", "compute"),
+        ("statistics refresh (read + compute)", "refresh"),
+        ("reproducibility bundle (refresh included)", "bundle"),
+    )
+    print("\n| worker job | " + " | ".join(HEADINGS[k] for k in scales) + " | 10× ÷ paper | misses (10×) |")
+    print("| --- | " + " | ".join("---:" for _ in scales) + " | ---: | --- |")
+    for label, key in rows:
+        cells = [f"{results[k][key]:.2f} s" for k in scales]
+        paper, big = results.get("paper", {}).get(key), results.get("10x", {}).get(key)
+        ratio = f"{big / paper:.1f}" if paper and big else "—"
+        found = []
+        if key == "refresh" and big is not None:
+            found += [f"≥ {REFRESH_S} s"] * (big >= REFRESH_S) + [f"ratio > {JOB_RATIO}"] * bool(
+                paper and big / paper > JOB_RATIO
+            )
+        if key == "bundle" and big is not None:
+            found += [f"≥ {BUNDLE_S} s"] * (big >= BUNDLE_S)
+        print(f"| {label} | " + " | ".join(cells) + f" | {ratio} | {'**' + '; '.join(found) + '**' if found else ''} |")
+    sizes = ", ".join(f"{HEADINGS[k]} {results[k]['bundle_mb']:.1f} MB" for k in scales)
+    print(
+        f"\nBundle sizes: {sizes}. Targets (issue 29): a 10× refresh < {REFRESH_S} s with 10× ÷ paper ≤ {JOB_RATIO}, "
+        f"a 10× bundle < {BUNDLE_S} s. Seconds in this process (the worker's work, without its queue)."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scales", default=",".join(SCALES), help="comma-separated, of: " + ", ".join(SCALES))
     parser.add_argument("--repeat", type=int, default=5, help="requests per page (after a warm-up), at most")
     parser.add_argument("--reuse", action="store_true", help="keep the studies a previous run built (PostgreSQL)")
+    parser.add_argument("--no-jobs", action="store_true", help="skip timing the worker's refresh and bundle")
     args = parser.parse_args()
     scales = [key for key in SCALES if key in args.scales.split(",")]
     studies = build(scales, reuse=args.reuse)
@@ -272,6 +334,8 @@ def main() -> None:
 
     results = {key: measure_study(study, args.repeat) for key, study in studies.items()}
     table(results, scales)
+    if not args.no_jobs:
+        jobs({key: worker_jobs(study) for key, study in studies.items()}, scales)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from taxonomy.models import Code
 from trajectories.exports import METRICS_COLUMNS, by_pk, metrics_rows
 from trajectories.models import Run
 from trajectories.selectors import twins
@@ -148,51 +149,66 @@ def _run_batches(study: Study) -> Iterator[list[int]]:
         start, size = start + size, min(size * 2, RUN_BATCH)
 
 
+# What a labels row says of its coding and run (read as plain values: a 10× study has ~27,000 label rows)
+_CODING_VALUES = (
+    ("run_id", "assignment__run_id"),
+    ("benchmark", "assignment__run__task__benchmark__name"),
+    ("task_id", "assignment__run__task__external_id"),
+    ("agent", "assignment__run__agent__name"),
+    ("annotator", "assignment__annotator__username"),
+    ("status", "status"),
+    ("no_failure", "no_failure"),
+    ("submitted_at", "submitted_at"),
+    ("updated_at", "updated_at"),
+    # When the annotator first showed the run's hints (empty: never): docs/annotation.md, "Hints".
+    ("hints_seen", "hints_seen_at"),
+)
+_LABEL_VALUES = tuple(name for name in LABEL_FIELDS if name != "nearest_rejected")
+
+
 def label_rows(study: Study) -> Iterator[dict]:
+    """Every label of the study's codings, run by run (a batch of runs per query), then the codings with no
+    label (no failure, or nothing picked yet)."""
+    codes = _CodePaths()
     for runs in _run_batches(study):
-        yield from _label_batch(study, runs)
-    empty = Annotation.objects.filter(assignment__study=study, labels__isnull=True).select_related(
-        "assignment__annotator", "assignment__run__agent", "assignment__run__task__benchmark"
-    )
-    for annotation in empty.order_by("assignment__run_id", "assignment__slot"):
-        yield _label_row(study, annotation, None)
-
-
-def _label_batch(study: Study, runs: list[int]) -> Iterator[dict]:
-    labels = (
-        Label.objects.filter(annotation__assignment__study=study, annotation__assignment__run_id__in=runs)
-        .select_related(
-            "annotation__assignment__annotator",
-            "annotation__assignment__run__agent",
-            "annotation__assignment__run__task__benchmark",
-            "code__parent__parent",
-            "nearest_rejected",
+        labels = (
+            Label.objects.filter(annotation__assignment__study=study, annotation__assignment__run_id__in=runs)
+            .order_by("annotation__assignment__run_id", "annotation__assignment__slot", "code__position", "instance")
+            .values_list(
+                *(f"annotation__{path}" for _, path in _CODING_VALUES), "code_id", "nearest_rejected_id", *_LABEL_VALUES
+            )  # fmt: skip
         )
-        .order_by("annotation__assignment__run_id", "annotation__assignment__slot", "code__position", "instance")
+        for values in labels:
+            yield _label_row(study, values, codes)
+    empty = (
+        Annotation.objects.filter(assignment__study=study, labels__isnull=True)
+        .order_by("assignment__run_id", "assignment__slot")
+        .values_list(*(path for _, path in _CODING_VALUES))
     )
-    for label in labels:
-        yield _label_row(study, label.annotation, label)
+    for values in empty:
+        yield _label_row(study, values, codes)
 
 
-def _label_row(study: Study, annotation, label) -> dict:
-    run = annotation.assignment.run
-    row = {
-        "study": study.name,
-        "run_id": run.pk,
-        "benchmark": run.task.benchmark.name,
-        "task_id": run.task.external_id,
-        "agent": run.agent.name,
-        "annotator": annotation.assignment.annotator.get_username(),
-        "status": annotation.status,
-        "no_failure": annotation.no_failure,
-        "submitted_at": annotation.submitted_at,
-        "updated_at": annotation.updated_at,
-        # When the annotator first showed the run's hints (empty: never): docs/annotation.md, "Hints".
-        "hints_seen": annotation.hints_seen_at,
-    }
-    if label is not None:
-        cat, sub, mode, path = _path(label.code)
-        content = label.content()
+class _CodePaths:
+    """Codes by id with their category and subcategory, read when first met (a study's labels use its codebook's
+    few dozen codes)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[int, Code] = {}
+
+    def __getitem__(self, pk: int) -> Code:
+        if pk not in self.codes:
+            self.codes[pk] = Code.objects.select_related("parent__parent").get(pk=pk)
+        return self.codes[pk]
+
+
+def _label_row(study: Study, values: tuple, codes: _CodePaths) -> dict:
+    coding = len(_CODING_VALUES)
+    row = {"study": study.name, **{name: value for (name, _), value in zip(_CODING_VALUES, values, strict=False)}}
+    if len(values) > coding:
+        code_id, rejected_id, *content = values[coding:]
+        content = dict(zip(_LABEL_VALUES, content, strict=True))
+        cat, sub, mode, path = _path(codes[code_id])
         row.update(
             content,
             category=cat,
@@ -201,7 +217,7 @@ def _label_row(study: Study, annotation, label) -> dict:
             path=path,
             evidence="; ".join(content["evidence"]),
             contrast="; ".join(content["contrast"]),
-            nearest_rejected=content["nearest_rejected"] or "",
+            nearest_rejected=codes[rejected_id].key if rejected_id else "",
         )
     return row
 

@@ -1,13 +1,12 @@
 """A study's live counts, read on its pages (nothing here is a statistic: those are the analysis's,
-annotation/analysis/): each annotator's progress, the modes its labels use, each annotation's first
-submission. Every function takes a study and runs a fixed number of queries."""
+annotation/analysis/): each annotator's progress, the modes its labels use. Every function takes a study and runs
+a fixed number of queries."""
 
 from __future__ import annotations
 
 from django.db.models import Count, Q
 
-from ..analysis.inputs import submits
-from ..models import Assignment, AuditEntry, Discussion, FinalCoding, Label, Study
+from ..models import Assignment, Discussion, FinalCoding, Label, Study
 
 
 def progress(*, study: Study) -> dict:
@@ -40,17 +39,3 @@ def mode_usage(*, study: Study) -> list[tuple[str, str, int]]:
         .annotate(n=Count("pk"))
         .order_by("code__position")
     )
-
-
-def first_submissions(*, study: Study) -> list[AuditEntry]:
-    """Each annotation's first submit entry: the *independent* coding (its `after` snapshot), as
-    agreement uses it and the reproducibility bundle exports it. One query."""
-    first: dict[int, AuditEntry] = {}
-    entries = (
-        submits(study)
-        .select_related("annotation__assignment__annotator")
-        .select_related("annotation__assignment__run__task__benchmark", "annotation__assignment__run__agent")
-    )
-    for entry in entries:
-        first.setdefault(entry.annotation_id, entry)
-    return list(first.values())
