@@ -10,21 +10,35 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export DEBUG ?= 1
 
-.PHONY: help install demo demo-data run test test-postgres lint format migrations-check check-deploy bench clean
+.PHONY: help install install-dev demo demo-data run test test-postgres lint format migrations-check check-deploy bench clean
 
 help:
 	@echo "make demo   - venv, install, migrate (SQLite), demo users + data, serve on http://$(HOST):$(PORT)"
 	@echo "make test   - the whole test suite (SQLite; services it can find are used, see docs/deploy.md)"
 	@echo "make lint | migrations-check | check-deploy | bench | test-postgres"
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# uv (from the package index, into the venv) installs the wheels in parallel; pip if uv cannot be had.
+define pip_install
+	if [ -x $(VENV)/bin/uv ]; then $(VENV)/bin/uv pip install --quiet --python $(PY) -r $(1); \
+	else $(PY) -m pip install -q -r $(1); fi
+endef
+
+$(VENV)/.installed: requirements.txt
 	@test -n "$(PYTHON)" || { echo "Python >= 3.12 is required (Django 6)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q uv || echo "uv not available: installing with pip"
+	$(call pip_install,requirements.txt)
+	@# a development checkout: manage.py runs here with DEBUG=1 unless SECRET_KEY is set (docs/deploy.md)
+	mkdir -p var && touch var/development
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(call pip_install,requirements-dev.txt)
 	touch $@
 
 install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
 
 demo: install demo-data run
 
@@ -33,9 +47,9 @@ demo-data: install
 	$(PY) manage.py create_demo_users
 	$(PY) manage.py generate_corpus --scale demo --seed 1 --cells --out $(DEMO_DIR)/corpus
 	$(PY) manage.py import_trajectories $(DEMO_DIR)/corpus --quiet-ok
-	$(PY) manage.py import_trajectories tests/fixtures/corpus tests/fixtures/real/claude-code-inline tests/fixtures/real/claude-code-workflow tests/fixtures/real/swe-agent tests/fixtures/real/openhands
+	$(PY) manage.py import_trajectories tests/fixtures/corpus tests/fixtures/real/claude-code-inline tests/fixtures/real/claude-code-workflow tests/fixtures/real/swe-agent tests/fixtures/real/openhands --quiet-ok
 	$(PY) manage.py load_codebook
-	$(PY) manage.py create_study "Demo study" --annotators annotator1,annotator2,annotator3 --adjudicator senior || true
+	$(PY) manage.py create_study "Demo study" --annotators annotator1,annotator2,annotator3 --adjudicator senior --exists-ok
 	$(PY) manage.py assign "Demo study"
 	$(PY) manage.py simulate_codings "Demo study" --fraction 0.5 --seed 1
 	@echo; echo "Demo users (password: parallax-demo): annotator1 annotator2 annotator3 senior admin"
@@ -50,18 +64,18 @@ run: install
 	worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	DEBUG=0 PARALLAX_DEMO=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
-test: install
+test: install-dev
 	$(PY) -m pytest -n auto
 
-test-postgres: install
+test-postgres: install-dev
 	@test -n "$$DATABASE_URL" || { echo "set DATABASE_URL=postgres://..."; exit 1; }
 	$(PY) -m pytest -n auto
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-format: install
+format: install-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
@@ -72,7 +86,7 @@ check-deploy: install
 	DEBUG=0 SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))') ALLOWED_HOSTS=parallax.example.org \
 		$(PY) manage.py check --deploy --fail-level WARNING
 
-bench: install
+bench: install-dev
 	$(PY) bench/agreement_bench.py
 	$(PY) bench/page_bench.py
 	$(PY) bench/study_bench.py

@@ -4,7 +4,7 @@ Serve the demo first (`make demo`, or `make demo-data` then `make run`), then:
 
     .venv/bin/python bench/screenshots.py                 # every page → var/screenshots/, with a report
     .venv/bin/python bench/screenshots.py --readme        # also refresh docs/img/*.png (the README's)
-    .venv/bin/python bench/screenshots.py --base http://127.0.0.1:8766
+    .venv/bin/python bench/screenshots.py --base http://127.0.0.1:8766   # a demo served elsewhere (or PORT=8766)
 
 The report lists each page, its status, and what is wrong with it: a page that scrolls sideways, shows
 literal template text ({% … %}, {{ … }}, {# … #}) or the word "None". It exits 1 when any page has a
@@ -16,6 +16,7 @@ Run it against the demo only: --readme types a rationale into annotator2's next 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import tempfile
@@ -195,7 +196,8 @@ def readme_images(base: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base", default="http://127.0.0.1:8765")
+    port = os.environ.get("PORT", "8000")
+    parser.add_argument("--base", default=f"http://127.0.0.1:{port}", help="the demo (default: make demo's, on PORT)")
     parser.add_argument("--out", type=Path, default=Path("var/screenshots"))
     parser.add_argument("--readme", action="store_true", help="also refresh the README's images in docs/img/")
     options = parser.parse_args()

@@ -23,6 +23,24 @@ def test_production_without_secret_key_refuses_to_start():
     assert result.returncode != 0 and "SECRET_KEY is not set" in result.stderr
 
 
+def test_a_development_checkout_runs_manage_py_as_the_readme_writes_it():
+    """`make install` marks the checkout (var/development): manage.py then needs neither DEBUG nor a key; with
+    DEBUG=0 or a SECRET_KEY set, it is production again."""
+    mark = ROOT / "var" / "development"
+    made = not mark.exists()
+    mark.parent.mkdir(exist_ok=True)
+    mark.touch()
+    try:
+        development = _start({})
+        assert development.returncode == 0, development.stderr
+        assert "SECRET_KEY is not set" in _start({"DEBUG": "0"}).stderr
+    finally:
+        if made:
+            mark.unlink()
+    if made:
+        assert "SECRET_KEY is not set" in _start({}).stderr  # not a development checkout: production
+
+
 def test_production_with_the_public_development_key_refuses_to_start():
     from config.settings import _DEV_SECRET_KEY
 

@@ -5,14 +5,14 @@ queue's order is the only thing a model may change for them."""
 
 from __future__ import annotations
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import Count, Max, OuterRef, Subquery
 from django.db.models.functions import Substr
 
 from taxonomy.models import Code
 from trajectories.models import Event, SignatureHit
 from trajectories.signatures import DETECTORS
 
-from ..classifier import METRICS, TEXT_CHARS_PER_EVENT, TEXT_EVENT_KINDS, RunInput, run_text
+from ..classifier import METRICS, TEXT_CHARS_PER_EVENT, TEXT_EVENT_KINDS, Params, RunInput, run_text
 from ..models import FinalCoding, FinalLabel, RunSuggestion, Study, SuggestionModel
 
 MODELS_LISTED = 10
@@ -79,6 +79,38 @@ def study_models(*, study: Study) -> list[SuggestionModel]:
         .defer("features", "training_run_ids", "folds")
         .select_related("created_by")[:MODELS_LISTED]
     )
+
+
+def training_defaults(*, study: Study, latest: SuggestionModel | None) -> dict:
+    """What the training form starts from: the parameters of the study's latest model, or — before any — the
+    defaults (annotation/classifier.py Params) brought down to what the study's final labels allow (folds: the tasks
+    with final labels; least runs per mode: the most frequent mode's), never below 2; with a sentence saying so."""
+    defaults = Params()
+    if latest is not None:
+        used = latest.parameters or {}
+        return {
+            "seed": latest.seed,
+            "folds": used.get("folds", defaults.folds),
+            "min_positives": used.get("min_positives", defaults.min_positives),
+            "note": f"The parameters of model #{latest.pk}.",
+        }
+    finals = FinalCoding.objects.filter(study=study)
+    tasks = finals.values("run__task_id").distinct().count()
+    most = (
+        FinalLabel.objects.filter(final__study=study, code__level=Code.Level.MODE)
+        .values("code_id")
+        .annotate(runs=Count("final_id", distinct=True))
+        .aggregate(most=Max("runs"))["most"]
+        or 0
+    )
+    folds, least = max(2, min(defaults.folds, tasks)), max(2, min(defaults.min_positives, most))
+    note = ""
+    if (folds, least) != (defaults.folds, defaults.min_positives):
+        note = (
+            f"Brought down from {defaults.folds} folds and {defaults.min_positives} runs per mode to what this "
+            f"study's final labels allow: runs of {tasks} task(s), the most frequent mode in {most} run(s)."
+        )
+    return {"seed": study.seed, "folds": folds, "min_positives": least, "note": note}
 
 
 def current_model(*, study: Study, full: bool = False) -> SuggestionModel | None:

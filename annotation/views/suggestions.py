@@ -27,6 +27,7 @@ def _page(request: HtmxHttpRequest, study: Study, *, error: str = "", form=None,
     models = selectors.study_models(study=study)
     current = selectors.current_model(study=study, full=True)
     latest = models[0] if models else None
+    defaults = selectors.training_defaults(study=study, latest=latest)
     names = dict(Code.objects.filter(codebook_id=study.codebook_id, level=Code.Level.MODE).values_list("key", "name"))
     context = {
         "study": study,
@@ -35,15 +36,11 @@ def _page(request: HtmxHttpRequest, study: Study, *, error: str = "", form=None,
         "current": current,
         "names": names,
         "error": error,
-        # the training form: as posted when refused, else the study's seed and the defaults
+        # the training form: as posted when refused, else the latest model's parameters or defaults that fit
         "form": {
-            name: (form or {}).get(name, "")[:40] or default
-            for name, default in (
-                ("seed", study.seed),
-                ("folds", Params().folds),
-                ("min_positives", Params().min_positives),
-            )
+            name: (form or {}).get(name, "")[:40] or default for name, default in defaults.items() if name != "note"
         },
+        "defaults_note": defaults["note"],
     }
     if current is not None:
         context["scores"] = [{**row, "name": names.get(row["key"], row["key"])} for row in current.scores]

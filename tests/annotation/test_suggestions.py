@@ -376,3 +376,39 @@ def test_the_queue_order_setting_refuses_bad_input_and_other_people(study, trio,
     assert client_for(trio[0]).post(url, {"order": "uncertainty"}).status_code == 403
     study.refresh_from_db()
     assert not study.queue_by_uncertainty
+
+
+def _shown_form(body: str) -> dict[str, str]:
+    import re
+
+    return {
+        name: re.search(rf'name="{name}" value="([^"]*)"', body).group(1) for name in ("seed", "folds", "min_positives")
+    }
+
+
+def test_the_form_starts_from_what_the_study_allows_then_from_the_latest_model(
+    labelled, adjudicator, django_capture_on_commit_callbacks
+):
+    """Before any model, a study whose most frequent mode is in 3 runs' final labels is offered 3 runs per mode
+    (not the default 5, which would be refused), and says why; the form as shown trains. After that, the form
+    offers that model's parameters; and ordering the queues by uncertainty is offered only once a model exists."""
+    from annotation.models import FinalLabel
+
+    keep = FinalLabel.objects.filter(final__study=labelled).order_by("pk").values_list("pk", flat=True)[:3]
+    FinalLabel.objects.filter(final__study=labelled).exclude(pk__in=list(keep)).delete()
+    client = client_for(adjudicator)
+    url = f"/annotate/studies/{labelled.pk}/suggestions/"
+    body = client.get(url).content.decode()
+    shown = _shown_form(body)
+    assert shown == {"seed": str(labelled.seed), "folds": "5", "min_positives": "3"}
+    assert "the most frequent mode in 3 run(s)" in body
+    assert "Order by uncertainty" not in body
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(url + "train/", shown).status_code == 302
+    model = SuggestionModel.objects.get()
+    assert model.status == "done" and model.parameters["min_positives"] == 3
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(url + "train/", {"seed": "9", "folds": "4", "min_positives": "2"})
+    body = client.get(url).content.decode()
+    assert _shown_form(body) == {"seed": "9", "folds": "4", "min_positives": "2"}
+    assert "Order by uncertainty" in body

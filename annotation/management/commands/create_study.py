@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.errors import AnnotationError
 from annotation.hint_policies import DEFAULT_HINT_POLICY, HINT_POLICIES
+from annotation.models import Study
 from annotation.services.studies import study_create
 from taxonomy.models import Codebook
 
@@ -29,8 +30,17 @@ class Command(BaseCommand):
             default=DEFAULT_HINT_POLICY,
             help="When annotators see the failure-signature hints of a run (default: after their first submission).",
         )
+        parser.add_argument(
+            "--exists-ok",
+            action="store_true",
+            help="A study of that name already there is kept as it is (said, not an error): for scripts run twice.",
+        )
 
     def handle(self, *args, **options) -> None:
+        existing = Study.objects.filter(name=options["name"]).first()
+        if existing is not None and options["exists_ok"]:
+            self.stdout.write(f"study #{existing.pk} {existing.name} is already there: kept as it is")
+            return
         User = get_user_model()
         names = [n.strip() for n in options["annotators"].split(",") if n.strip()]
         users = list(User.objects.filter(username__in=names))
