@@ -3,9 +3,16 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
-from .roles import is_admin
+from .roles import ADJUDICATOR, ANNOTATOR, has_role, is_admin
 
 
 def roles(request: HttpRequest) -> dict:
-    """`is_admin` for the navigation and pages, computed only if a template asks."""
-    return {"is_admin": SimpleLazyObject(lambda: is_admin(request.user))}
+    """What the navigation and pages ask of the user's roles, computed only if a template asks (the roles are read
+    once per request): `is_admin`, `codes` (an annotator: their queue), `leads` (an adjudicator or an admin: the
+    adjudication queue and the studies)."""
+    user = request.user
+    return {
+        "is_admin": SimpleLazyObject(lambda: is_admin(user)),
+        "codes": SimpleLazyObject(lambda: has_role(user, ANNOTATOR)),
+        "leads": SimpleLazyObject(lambda: is_admin(user) or has_role(user, ADJUDICATOR)),
+    }
