@@ -125,7 +125,9 @@ def mast_codebook_specs(path: Path = MAST_CODEBOOK) -> tuple[dict, list[CodeSpec
         cat_key, sub_key = category["key"], f"{category['key']}-modes"
         texts = {"definition": category.get("definition", ""), "source": category.get("source", "")}
         specs.append(CodeSpec(key=cat_key, level="category", name=category["name"], **texts))
-        specs.append(CodeSpec(key=sub_key, level="subcategory", name=category["name"], parent_key=cat_key, **texts))
+        specs.append(CodeSpec(key=sub_key, level="subcategory", name=category["name"], parent_key=cat_key,
+                              definition=f"MAST has no subcategories: this one holds every mode of {category['name']}.",
+                              source=texts["source"]))  # fmt: skip
         for mode in category["modes"]:
             unknown = set(mode) - {"key", "name", *TEXT_FIELDS}
             if unknown:

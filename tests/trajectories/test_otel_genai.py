@@ -108,6 +108,10 @@ def test_agents_inside_agents_become_lanes_with_the_metrics_of_the_same_shape_na
             ("worker-a", "tool_call", "bash"), ("worker-a", "tool_result", "bash"),
             ("worker-b", "tool_call", "write_file"), ("checker", "message", "m")} <= events  # fmt: skip
     assert otel.events.get(tool="write_file").files == ["src/app.py"]
+    # every span is one event (two for a tool with its result, a spawn and a join per sub-agent), but the main
+    # agent's own span, which is its lane
+    results = sum(1 for s in spans if _attr(s, "gen_ai.tool.call.result"))
+    assert otel.events.count() == len(spans) - 1 + results + (len(agents) - 1)
     usage = [s for s in spans if _attr(s, "gen_ai.operation.name") == "chat"]
     assert otel.tokens == sum(_attr(s, "gen_ai.usage.input_tokens") + _attr(s, "gen_ai.usage.output_tokens")
                               for s in usage)  # fmt: skip
@@ -135,6 +139,7 @@ def test_agents_started_side_by_side_by_a_workflow_are_its_sub_agents(tmp_path):
         otlp_span("w", None, 0, 30, name="nightly.workflow"),
         otlp_span("x", "w", 1, 20, "invoke_agent", "invoke_agent x", {"agent.name": "x"}),
         otlp_span("y", "w", 2, 25, "invoke_agent", "invoke_agent y", {"agent.name": "y"}),
+        otlp_span("late", "gone", 26, 27, name="flush"),  # its parent was not exported
     ]
     write_jsonl(tmp_path / "wf.json", [otlp_request(spans)])
     assert import_paths(paths=[tmp_path / "wf.json"]).count("imported") == 1
@@ -143,6 +148,8 @@ def test_agents_started_side_by_side_by_a_workflow_are_its_sub_agents(tmp_path):
     assert lanes == {"nightly.workflow": ("main", None), "x": ("sub", "nightly.workflow"),
                      "y": ("sub", "nightly.workflow")}  # fmt: skip
     assert run.peak_concurrency == 2
+    assert any("span late's parent gone is not in the file; read as a root" in w for w in run.warnings)
+    assert run.events.get(kind="other").text == "flush"
 
 
 def _bad(tmp_path, name: str, content: str | list) -> list[str]:

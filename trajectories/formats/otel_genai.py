@@ -395,6 +395,8 @@ class _Reader:
         self.shell_calls = 0
         self.model_tokens = 0
         self.agent_tokens = 0
+        self.main_agent: _Span | None = None
+        self.main_root: _Span | None = None
 
     def records(self) -> Iterator[Record]:
         under_agent = {c.span_id for s in _walk(self.roots) if s.op in AGENT_OPS for c in _walk(s.children)}
@@ -405,9 +407,10 @@ class _Reader:
         if len(tops) == 1:
             main_span = tops[0]
             label, self.main_agent = _label(main_span), main_span
-        else:  # no agent span, or several side by side: the trace's root is the main agent
+        else:  # no agent span, or several side by side: the trace's (first) root is the main agent
             self.main_agent = None
             label = (self.roots[0].name or "trace")[:LABEL_MAX]
+        self.main_root = self.roots[0] if self.main_agent is None else None
         self.contexts.append(ContextRecord(id="main", role=MAIN, label=label, started_at=_when(start),
                                            ended_at=_when(end), file=self.file))  # fmt: skip
         stack = [(root, "main") for root in reversed(self.roots)]
@@ -447,7 +450,7 @@ class _Reader:
             self._add(span.start, here, "tool_call", span, tool=tool, text=span.arguments, files=span.files)
             if span.result:
                 self._add(span.end, here, "tool_result", span, tool=tool, text=span.result)
-        elif span not in self.roots:
+        elif span is not self.main_root and span is not self.main_agent:
             self._add(span.start, here, "other", span, tool=(span.op or span.name), text=span.name)
         if span.error:
             self._add(span.end, here, "error", span, tool=span.op or span.name, text=span.error)
