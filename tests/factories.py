@@ -169,6 +169,27 @@ PARALLAX_TEAM_RUN = [
 ]
 
 
+# -- Gemini CLI sessions -----------------------------------------------------------------------------
+
+
+def gemini_at(seconds: float) -> str:
+    return f"2026-07-01T09:{int(seconds // 60):02d}:{seconds % 60:06.3f}Z"
+
+
+def gemini_session(turns: list[dict], session_id: str = "3f2d9c41-0000-4000-8000-00000000beef") -> dict:
+    """A Gemini CLI session document (chats/session-*.json) holding `turns` (messages) after one user prompt."""
+    prompt = {"id": "u0", "timestamp": gemini_at(0), "type": "user", "content": "fix the failing test"}
+    return {"sessionId": session_id, "projectHash": "ab" * 32, "startTime": gemini_at(0),
+            "lastUpdated": gemini_at(100), "messages": [prompt, *turns]}  # fmt: skip
+
+
+def gemini_agent_call(call_id: str, objective: str, done: float) -> dict:
+    """A call of the CLI's built-in sub-agent that finished `done` seconds into the session."""
+    return {"id": call_id, "name": "codebase_investigator", "args": {"objective": objective}, "status": "success",
+            "timestamp": gemini_at(done), "displayName": "Codebase Investigator Agent",
+            "resultDisplay": "Subagent codebase_investigator Finished"}  # fmt: skip
+
+
 def six_pairs(folder: Path) -> None:
     """Six paired tasks (12 runs) over two agents and two benchmarks, imported from `folder`."""
     from trajectories.services import import_paths
