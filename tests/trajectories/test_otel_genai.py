@@ -108,6 +108,8 @@ def test_agents_inside_agents_become_lanes_with_the_metrics_of_the_same_shape_na
             ("worker-a", "tool_call", "bash"), ("worker-a", "tool_result", "bash"),
             ("worker-b", "tool_call", "write_file"), ("checker", "message", "m")} <= events  # fmt: skip
     assert otel.events.get(tool="write_file").files == ["src/app.py"]
+    checker = json.loads(_attr(by_span["a3"], "gen_ai.output.messages"))[0]["parts"][0]["content"]
+    assert otel.events.get(kind="join", target=contexts["checker"].external_id).text == checker
     # every span is one event (two for a tool with its result, a spawn and a join per sub-agent), but the main
     # agent's own span, which is its lane
     results = sum(1 for s in spans if _attr(s, "gen_ai.tool.call.result"))

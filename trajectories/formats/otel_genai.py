@@ -225,10 +225,8 @@ def _span(raw: Any, *, file: str, line: int | None, where: str) -> _Span:
             except orjson.JSONDecodeError:
                 parsed = None
         span.files = files_from_args(parsed)
-    elif span.op in MODEL_OPS:
+    elif span.op in MODEL_OPS or span.op in AGENT_OPS:  # a model's reply; what an agent answered (its join)
         span.output = _reply(attrs.get("gen_ai.output.messages"))
-    elif span.op in AGENT_OPS:
-        span.output = _text(attrs.get("gen_ai.agent.description") or "")
     return span
 
 
