@@ -47,8 +47,9 @@ demo-data: install
 	$(PY) manage.py create_demo_users
 	$(PY) manage.py generate_corpus --scale demo --seed 1 --cells --out $(DEMO_DIR)/corpus
 	$(PY) manage.py import_trajectories $(DEMO_DIR)/corpus --quiet-ok
-	$(PY) manage.py import_trajectories tests/fixtures/corpus tests/fixtures/real/claude-code-inline tests/fixtures/real/claude-code-workflow tests/fixtures/real/swe-agent tests/fixtures/real/openhands --quiet-ok
-	$(PY) manage.py load_codebook
+	$(PY) manage.py import_trajectories tests/fixtures/corpus tests/fixtures/real/claude-code-inline tests/fixtures/real/claude-code-workflow tests/fixtures/real/swe-agent tests/fixtures/real/openhands tests/fixtures/real/otel-genai tests/fixtures/real/gemini-cli --quiet-ok
+	$(PY) manage.py load_codebook --preset mast
+	$(PY) manage.py load_codebook  # loaded last: the newest frozen codebook is the one the demo study pins
 	$(PY) manage.py create_study "Demo study" --annotators annotator1,annotator2,annotator3 --adjudicator senior --exists-ok
 	$(PY) manage.py assign "Demo study"
 	$(PY) manage.py simulate_codings "Demo study" --fraction 0.5 --seed 1

@@ -17,6 +17,7 @@ from .models import Code, Codebook, FrozenCodebookError
 from .tree import CSV_COLUMNS, LEVELS, PARENT_LEVEL, SLUG, TEXT_FIELDS, CodeSpec, TreeError, slugify_key, validate
 
 DEFAULT_CODEBOOK = Path(__file__).parent / "data" / "study_codebook.json"
+MAST_CODEBOOK = Path(__file__).parent / "data" / "mast_codebook.json"
 
 
 @transaction.atomic
@@ -115,10 +116,38 @@ def default_codebook_specs(path: Path = DEFAULT_CODEBOOK) -> tuple[dict, list[Co
     return data, specs
 
 
+def mast_codebook_specs(path: Path = MAST_CODEBOOK) -> tuple[dict, list[CodeSpec]]:
+    """The MAST preset's data file as specs. MAST has two levels (category → mode); each category gets
+    one subcategory of its own name (key `<category key>-modes`) that holds its modes (docs/taxonomy.md)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    specs: list[CodeSpec] = []
+    for category in data["categories"]:
+        cat_key, sub_key = category["key"], f"{category['key']}-modes"
+        texts = {"definition": category.get("definition", ""), "source": category.get("source", "")}
+        specs.append(CodeSpec(key=cat_key, level="category", name=category["name"], **texts))
+        specs.append(CodeSpec(key=sub_key, level="subcategory", name=category["name"], parent_key=cat_key,
+                              definition=f"MAST has no subcategories: this one holds every mode of {category['name']}.",
+                              source=texts["source"]))  # fmt: skip
+        for mode in category["modes"]:
+            unknown = set(mode) - {"key", "name", *TEXT_FIELDS}
+            if unknown:
+                raise TreeError(f"{mode.get('name')}: unknown field(s) {', '.join(sorted(unknown))} in {path.name}")
+            fields = {name: mode.get(name, "") for name in TEXT_FIELDS}
+            specs.append(CodeSpec(key=mode["key"], level="mode", name=mode["name"], parent_key=sub_key, **fields))
+    return data, specs
+
+
+# The codebooks Parallax ships (`load_codebook --preset NAME`): the study's own and MAST.
+PRESETS = {"study": default_codebook_specs, "mast": mast_codebook_specs}
+
+
 @transaction.atomic
-def codebook_load_default(*, freeze: bool = True) -> Codebook:
-    """The study's codebook, frozen; idempotent (returns the stored one if present)."""
-    data, specs = default_codebook_specs()
+def codebook_load_preset(*, preset: str, freeze: bool = True) -> Codebook:
+    """A shipped codebook (PRESETS), frozen; idempotent (returns the stored one if present). Presets live
+    side by side: each is its own codebook name, and a study pins whichever version it codes with."""
+    if preset not in PRESETS:
+        raise TreeError(f"unknown preset {preset!r}; one of {', '.join(PRESETS)}")
+    data, specs = PRESETS[preset]()
     existing = Codebook.objects.filter(name=data["name"], version=data["version"]).first()
     if existing is not None:
         return existing
@@ -128,6 +157,11 @@ def codebook_load_default(*, freeze: bool = True) -> Codebook:
     if freeze:
         codebook_freeze(codebook=codebook)
     return codebook
+
+
+def codebook_load_default(*, freeze: bool = True) -> Codebook:
+    """The study's codebook, frozen; idempotent (returns the stored one if present)."""
+    return codebook_load_preset(preset="study", freeze=freeze)
 
 
 def codebook_freeze(*, codebook: Codebook, user=None) -> Codebook:

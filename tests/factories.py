@@ -103,6 +103,94 @@ def write_jsonl(path: Path, lines: list[dict | bytes | str]) -> Path:
     return path
 
 
+# -- OpenTelemetry GenAI traces (OTLP/JSON) --------------------------------------------------------
+
+OTLP_ORIGIN_NS = 1_785_000_000_000_000_000  # 2026-07-25T17:20:00Z
+
+
+def otlp_span(
+    span_id: str, parent: str | None, start: float, end: float, op: str = "", name: str = "", attrs: dict | None = None
+) -> dict:
+    """One OTLP/JSON span, `start`/`end` seconds after OTLP_ORIGIN_NS; `attrs` are gen_ai.* attributes
+    without their prefix ({"agent.name": "lead"} → gen_ai.agent.name)."""
+    attributes = [{"key": "gen_ai.operation.name", "value": {"stringValue": op}}] if op else []
+    for key, value in (attrs or {}).items():
+        typed = {"intValue": str(value)} if isinstance(value, int) else {"stringValue": value}
+        attributes.append({"key": f"gen_ai.{key}", "value": typed})
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": span_id,
+        "name": name or op,
+        "kind": 1,
+        "startTimeUnixNano": str(OTLP_ORIGIN_NS + int(start * 1e9)),
+        "endTimeUnixNano": str(OTLP_ORIGIN_NS + int(end * 1e9)),
+        "attributes": attributes,
+        "status": {},
+    }
+    if parent:
+        span["parentSpanId"] = parent
+    return span
+
+
+def otlp_request(spans: list[dict], service: str = "team-harness") -> dict:
+    """An OTLP/JSON export request holding `spans` under one resource."""
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": "harness"}, "spans": spans}]}]}
+
+
+def otlp_team_trace() -> list[dict]:
+    """A lead agent that starts two workers at once through a tool (agents as tools), one of which starts a
+    checker of its own: lead [0, 100] s; worker-a [10, 50], worker-b [12, 70], checker [20, 40] inside worker-a.
+    The same shape as PARALLAX_TEAM_RUN."""
+    usage = lambda i, o: {"request.model": "m", "usage.input_tokens": i, "usage.output_tokens": o}  # noqa: E731
+    return [
+        otlp_span("a0", None, 0, 100, "invoke_agent", "invoke_agent lead", {"agent.name": "lead"}),
+        otlp_span("c1", "a0", 1, 5, "chat", "chat m", usage(100, 20)),
+        otlp_span("t1", "a0", 9, 71, "execute_tool", "execute_tool delegate", {"tool.name": "delegate"}),
+        otlp_span("a1", "t1", 10, 50, "invoke_agent", "invoke_agent worker-a", {"agent.name": "worker-a"}),
+        otlp_span("t2", "a1", 11, 12, "execute_tool", "execute_tool bash", {"tool.name": "bash",
+                  "tool.call.arguments": '{"command": "pytest -q"}', "tool.call.result": "3 passed"}),
+        otlp_span("a3", "a1", 20, 40, "invoke_agent", "invoke_agent checker", {"agent.name": "checker",
+                  "output.messages": '[{"role": "assistant", "parts": [{"type": "text", "content": "all green"}]}]'}),
+        otlp_span("c3", "a3", 21, 22, "chat", "chat m", usage(50, 5)),
+        otlp_span("a2", "t1", 12, 70, "invoke_agent", "invoke_agent worker-b", {"agent.name": "worker-b"}),
+        otlp_span("t3", "a2", 13, 14, "execute_tool", "execute_tool write_file", {"tool.name": "write_file",
+                  "tool.call.arguments": '{"file_path": "src/app.py", "content": "x = 1"}'}),
+        otlp_span("c2", "a2", 15, 16, "chat", "chat m", usage(70, 7)),
+    ]  # fmt: skip
+
+
+PARALLAX_TEAM_RUN = [
+    header("otel-team", "concurrent", "team-harness"),
+    ctx("main", start=t(0), end=t(100)),
+    ctx("worker-a", "main", start=t(10), end=t(50)),
+    ctx("worker-b", "main", start=t(12), end=t(70)),
+    ctx("checker", "worker-a", start=t(20), end=t(40)),
+    ev("main", 0, t(10), "spawn", target="worker-a"),
+]
+
+
+# -- Gemini CLI sessions -----------------------------------------------------------------------------
+
+
+def gemini_at(seconds: float) -> str:
+    return f"2026-07-01T09:{int(seconds // 60):02d}:{seconds % 60:06.3f}Z"
+
+
+def gemini_session(turns: list[dict], session_id: str = "3f2d9c41-0000-4000-8000-00000000beef") -> dict:
+    """A Gemini CLI session document (chats/session-*.json) holding `turns` (messages) after one user prompt."""
+    prompt = {"id": "u0", "timestamp": gemini_at(0), "type": "user", "content": "fix the failing test"}
+    return {"sessionId": session_id, "projectHash": "ab" * 32, "startTime": gemini_at(0),
+            "lastUpdated": gemini_at(100), "messages": [prompt, *turns]}  # fmt: skip
+
+
+def gemini_agent_call(call_id: str, objective: str, done: float) -> dict:
+    """A call of the CLI's built-in sub-agent that finished `done` seconds into the session."""
+    return {"id": call_id, "name": "codebase_investigator", "args": {"objective": objective}, "status": "success",
+            "timestamp": gemini_at(done), "displayName": "Codebase Investigator Agent",
+            "resultDisplay": "Subagent codebase_investigator Finished"}  # fmt: skip
+
+
 def six_pairs(folder: Path) -> None:
     """Six paired tasks (12 runs) over two agents and two benchmarks, imported from `folder`."""
     from trajectories.services import import_paths

@@ -83,3 +83,20 @@ def test_a_runs_artifacts_are_tabs(page, live_server, admin_user, tmp_path):
     shown = side.locator("ul.artifacts > li:not([hidden])")
     assert shown.count() == 1 and "Patch" in shown.inner_text()
     assert shown.locator("details").get_attribute("open") is not None  # opened, not a closed summary
+
+
+def test_an_opentelemetry_trace_fits_a_phone_with_its_lanes(page, live_server, admin_user, tmp_path):
+    """Its task id is the trace id, 32 characters without a break: the title wraps instead of widening the page."""
+    from tests.factories import otlp_request, otlp_team_trace, write_jsonl
+    from trajectories.models import Run
+    from trajectories.services import import_paths
+
+    write_jsonl(tmp_path / "team.json", [otlp_request(otlp_team_trace())])
+    import_paths(paths=[tmp_path / "team.json"])
+    run = Run.objects.get()
+    page.set_viewport_size({"width": 375, "height": 900})
+    login(page, live_server, "boss", "pw-boss")
+    page.goto(f"{live_server.url}/trajectories/runs/{run.pk}/")
+    page.wait_for_selector("text=checker")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375, "the run page scrolls sideways"
+    assert all(page.locator(f"text={lane}").count() for lane in ("worker-a", "worker-b", "checker"))

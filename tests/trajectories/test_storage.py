@@ -186,11 +186,11 @@ def test_large_and_small_runs_store_the_same_rows(monkeypatch):
     """The rows a large run writes early (its run and contexts, before it is complete) end up as
     a small run's, for the real native logs of every format (warnings, outcomes, sub-agents,
     events without timestamps, files, non-ASCII and control characters in texts)."""
-    assert import_paths(paths=[REAL]).count("imported") == 6
+    assert import_paths(paths=[REAL]).count("imported") == 8
     small = _stored()
     Run.objects.all().delete()
     monkeypatch.setattr(writer, "FLUSH_ROWS", 3)
-    assert import_paths(paths=[REAL]).count("imported") == 6
+    assert import_paths(paths=[REAL]).count("imported") == 8
     assert _stored() == small
     assert any(run["warnings"] for run in small[0]) and any(c["parent__external_id"] for c in small[1])
     events = small[2]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import claude_code, codex, codex_exec, kimi, openhands, parallax_jsonl, swe_agent
+from . import claude_code, codex, codex_exec, gemini_cli, kimi, openhands, otel_genai, parallax_jsonl, swe_agent
 from .records import Format, FormatError, Parser
 
 FORMATS: list[Format] = [
@@ -23,6 +23,8 @@ FORMATS: list[Format] = [
     kimi.FORMAT,
     swe_agent.FORMAT,
     openhands.FORMAT,
+    otel_genai.FORMAT,
+    gemini_cli.FORMAT,
 ]
 
 
