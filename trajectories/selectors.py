@@ -97,8 +97,9 @@ def event_anchor(*, run: Run, source_file: str, line: int) -> str:
 
 def run_hints(*, run: Run) -> list[dict]:
     """A run's hits for the coding page's hints panel, in order: {hit, evidence}, each evidence item
-    {agent, seq, file, time, anchor} with the anchor of its event ("" when the hit names no event or
-    the event has no source line). Two queries, however many hits."""
+    {agent, seq, file, time, note, source, line, anchor} with the anchor of its event, or of the run
+    file's line it names (the final patch's header of a file); "" when it names neither or the event
+    has no source line. Two queries, however many hits."""
     hits = list(SignatureHit.objects.filter(run=run).order_by("position"))
     wanted = {(ev["agent"], ev["seq"]) for hit in hits for ev in hit.evidence if ev.get("seq") is not None}
     anchors: dict[tuple[str, int], str] = {}
@@ -111,13 +112,15 @@ def run_hints(*, run: Run) -> list[dict]:
         )
         for agent, seq, source_file, line in events:
             anchors[agent, seq] = event_anchor(run=run, source_file=source_file, line=line)
-    return [
-        {
-            "hit": hit,
-            "evidence": [{**ev, "anchor": anchors.get((ev["agent"], ev.get("seq")), "")} for ev in hit.evidence],
-        }
-        for hit in hits
-    ]
+
+    def anchor(ev: dict) -> str:
+        if ev.get("seq") is not None:
+            return anchors.get((ev["agent"], ev["seq"]), "")
+        if ev.get("source") and ev.get("line"):
+            return event_anchor(run=run, source_file=ev["source"], line=ev["line"])
+        return ""
+
+    return [{"hit": hit, "evidence": [{**ev, "anchor": anchor(ev)} for ev in hit.evidence]} for hit in hits]
 
 
 # -- lists and pages -------------------------------------------------------------------------

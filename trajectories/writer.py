@@ -15,6 +15,7 @@ from datetime import UTC
 from pathlib import Path
 
 import orjson
+from django.conf import settings
 from django.db import connections, router
 from psycopg.types.json import Jsonb
 
@@ -105,13 +106,11 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
     check = RunCheck(source)
     rows = _RunRows(run, source, lookups, check)
     buffer: list[tuple] = []
-    seen = signatures.TraceBuilder()  # what the signature detectors read: a few events, not the run
+    seen = signatures.TraceBuilder(final_patch(source))  # what the detectors read: a few events, not the run
     for row in check.events(records):
         buffer.append(row)
         key, seq, ts, kind, tool, text, files, target, _line = row
-        seen.add(
-            signatures.Event(key, seq, kind, ts, tool, signatures.kept_text(kind, tool, text), tuple(files), target)
-        )
+        seen.add(signatures.trace_event(key, seq, kind, ts, tool, text, files, target, seen.watch))
         if len(buffer) >= FLUSH_ROWS:
             rows.write(buffer)
             buffer = []
@@ -133,6 +132,21 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
 NOTE_MAX = Run._meta.get_field("signatures_note").max_length
 
 
+def final_patch(source: RunSource) -> signatures.Patch | None:
+    """The run's final patch (signatures.pick_patch among its patch files), read as store_files keeps
+    it, so that a line the detectors cite is the line its anchor opens."""
+    patches = {}
+    for path in source.artifacts:
+        relative = source.relative(path)
+        if artifact_kind(relative) == RunFile.Kind.PATCH:
+            patches[relative] = path
+    chosen = signatures.pick_patch(patches)
+    if chosen is None:
+        return None
+    text, _ = read_text(patches[chosen], limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
+    return signatures.read_patch(text.splitlines(), source=chosen)
+
+
 def signature_hit_rows(*, run_id: int, detection: signatures.Detection) -> list[SignatureHit]:
     return [
         SignatureHit(
@@ -141,6 +155,7 @@ def signature_hit_rows(*, run_id: int, detection: signatures.Detection) -> list[
             modes=list(hit.modes),
             evidence=[e.as_dict() for e in hit.evidence],
             explanation=hit.explanation,
+            wrong_if=hit.wrong_if,
             detector_version=signatures.DETECTOR_VERSION,
             position=i,
         )
