@@ -10,10 +10,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .access import lead_study
+from .analysis.store import NotComputed
 from .errors import AnnotationError, ConflictError, LockedError
 from .models import LABEL_FIELDS, Annotation, Assignment, Label
 from .selectors import queue as selectors
-from .selectors.exports import EXPORT_KINDS, export
+from .selectors.exports import EXPORT_KINDS, export, statistics_headers
 from .services.coding import LabelInput, annotation_save, annotation_submit
 
 
@@ -198,5 +199,9 @@ class StudyExportAPI(APIView):
         study = lead_study(request.user, study_id)
         if kind not in EXPORT_KINDS:
             raise Http404
-        _, rows = export(study, kind)
-        return Response(list(rows))
+        try:
+            exported = export(study, kind)
+        except NotComputed as exc:
+            return Response({"detail": f"Not available yet: {exc}."}, status=409)
+        headers = statistics_headers(exported.statistics) if exported.statistics is not None else None
+        return Response(list(exported.rows), headers=headers)

@@ -153,6 +153,50 @@ class StudyStatistics(models.Model):
         return f"statistics of {self.study} (version {self.version})"
 
 
+class StudyBundle(models.Model):
+    """A study's reproducibility bundle (annotation/selectors/bundle.py), built by the worker from the
+    stored analysis and written to disk under MEDIA_ROOT/bundles/, then offered for download; the page
+    follows its progress (tables written of all)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="bundles")
+    status = models.CharField(max_length=7, choices=Status.choices, default=Status.PENDING)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    steps_done = models.PositiveSmallIntegerField(default=0, help_text="Files of the bundle written so far.")
+    steps_total = models.PositiveSmallIntegerField(default=0)
+    version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The statistics version (the study's inputs) the bundle was built from."
+    )
+    path = models.CharField(max_length=500, blank=True, default="", help_text="The zip, relative to MEDIA_ROOT.")
+    size = models.PositiveBigIntegerField(default=0, help_text="The zip's size in bytes.")
+    seconds = models.FloatField(null=True, blank=True, help_text="How long the worker took to build it.")
+    error = models.TextField(blank=True, default="", help_text="Why it failed, if it did.")
+
+    class Meta:
+        ordering = ["study", "-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"bundle #{self.pk} of {self.study} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+    @property
+    def progress_percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        return int(100 * self.steps_done / self.steps_total) if self.steps_total else 0
+
+
 class Assignment(models.Model):
     """One annotator coding one run. Slots 1..k (the study's coders_per_run) make 'at most k per run'
     a database rule: unique per run, and a trigger refuses a slot above the study's k (migration 0012)."""

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from .views import codebook, coding, dashboard, pilot, review, studies, suggestions
+from .views import bundles, codebook, coding, dashboard, pilot, review, studies, suggestions
 
 app_name = "annotation"
 urlpatterns = [
@@ -41,7 +41,9 @@ urlpatterns = [
     ),
     path("studies/<int:study_id>/codebook/", codebook.study_codebook, name="study_codebook"),
     path("studies/<int:study_id>/export/<slug:kind>.csv", dashboard.study_export, name="export"),
-    path("studies/<int:study_id>/bundle.zip", dashboard.study_bundle, name="bundle"),
+    path("studies/<int:study_id>/bundle.zip", bundles.bundle_download, name="bundle"),
+    path("studies/<int:study_id>/bundle/build/", bundles.bundle_build, name="bundle_build"),
+    path("studies/<int:study_id>/bundle/status/", bundles.bundle_status, name="bundle_status"),
     path("studies/<int:study_id>/runs/<int:run_id>/history/", dashboard.run_history, name="run_history"),
     path(
         "studies/<int:study_id>/runs/<int:run_id>/published/<int:record_id>/",

@@ -5,18 +5,22 @@ One study = `tasks` tasks × 3 agent systems, each a concurrent run and its sequ
 study holds every concurrent run, each coded by two of its three annotators, submitted and
 reconciled. Step by step (one function each, called by `build_study`):
 
-  corpus     tasks and runs with outcomes and process metrics; a main agent (and two sub-agents on
-             a concurrent run) with a handful of events each — page_bench.py covers what grows with
-             a run, this covers what grows with a study;
+  corpus     tasks and runs with outcomes and process metrics, shaped like the paper corpus: a
+             concurrent run has a main agent and 2–4 sub-agents, ~80 events in all (a sequential
+             run ~60), its log stored with its text (so every anchor opens its line) and, on about
+             a third of the concurrent runs, failure-signature hits citing its events;
   study      the real `study_create` and `study_assign` (three annotators and an adjudicator);
-  codings    per assignment an Annotation (submitted, version 3) with its Labels and the two
-             AuditEntry rows `annotation_save` and `annotation_submit` write ("save", "submit"),
-             before/after as `snapshot()` takes them — agreement reads the first submit's `after`;
+  codings    per assignment an Annotation with its Labels and the AuditEntry rows the services
+             write ("save", "submit"), before/after as `snapshot()` takes them — agreement reads the
+             first submit's `after`. As on a coding day: most runs coded by both annotators, some
+             with a draft saved and not submitted, some not started; multi-paragraph rationales,
+             two or three evidence anchors and a contrast anchor per episode;
   reviews    as `run_reconcile` and the review services: agreeing codings → an agreed FinalCoding
              (labels merged as `merged_labels` merges them); differing ones → a Discussion with a
              comment from each annotator, then consensus (the second annotator's "revise" entry),
-             adjudication, or still escalated and waiting for the adjudicator (no final yet: the
-             adjudication queue has work); each step's activity log entry.
+             adjudication, still escalated and waiting for the adjudicator, or still open (no final
+             yet: the discussion lists and the adjudication queue have work); each step's activity
+             log entry.
 
 Nothing here is a result: rationales say "[bench data]".
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -51,12 +56,14 @@ from annotation.services.studies import study_assign, study_create
 from taxonomy.models import Code, Codebook
 from trajectories.artifacts import anchor_text
 from trajectories.generate import AGENTS, BENCHMARKS, DIFFICULTIES
-from trajectories.models import AgentContext, AgentSystem, Benchmark, Event, Run, Task
+from trajectories.models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, SignatureHit, Task
+from trajectories.signatures import DETECTOR_MODES, DETECTOR_VERSION
 
 SCALES = {"demo": 14, "paper": 354, "10x": 3540}  # tasks; runs = tasks × 3 agents × 2 modes
 BATCH = 2000
 AGREE = 0.76  # chance the second coder picks the first's modes: ~24% of runs discussed
-OUTCOMES = (("consensus", 0.40), ("adjudicated", 0.35), ("escalated", 0.25))  # of the discussions
+OUTCOMES = (("consensus", 0.35), ("adjudicated", 0.30), ("escalated", 0.20), ("open", 0.15))  # of the discussions
+CODING_DAY = (("both", 0.84), ("draft", 0.06), ("one", 0.05), ("none", 0.05))  # how far each run's coding got
 LOG = "agent/trajectory.jsonl"
 
 
@@ -106,10 +113,23 @@ def corpus(*, key: str, tasks: int, rng: random.Random) -> list[int]:
         ],
         batch_size=BATCH,
     )
-    events = []
+    by_run: dict[int, list[AgentContext]] = {}
     for context in [*mains, *subs]:
-        events += _events(context)
+        by_run.setdefault(context.run_id, []).append(context)
+    events, files, hits = [], [], []
+    for run in runs:
+        mine, lines = [], []
+        for context in by_run[run.pk]:
+            mine += _events(context, first_line=len(lines) + 1, lines=lines, rng=rng)
+        events += mine
+        text = "\n".join(lines) + "\n"
+        files.append(RunFile(run=run, path=LOG, kind=RunFile.Kind.LOG, size=len(text.encode()), n_lines=len(lines),
+                             content=text))  # fmt: skip
+        if run.mode == Run.Mode.CONCURRENT and rng.random() < 0.35:
+            hits += _hits(run, mine, rng)
     Event.objects.bulk_create(events, batch_size=BATCH)
+    RunFile.objects.bulk_create(files, batch_size=500)
+    SignatureHit.objects.bulk_create(hits, batch_size=BATCH)
     return [run.pk for run in runs if run.mode == Run.Mode.CONCURRENT]
 
 
@@ -123,7 +143,8 @@ def _run(rng: random.Random, task: Task, agent: AgentSystem, mode: str) -> Run:
     passed = round(total * min(1.0, max(0.0, rng.gauss(0.6, 0.25))))
     start = datetime(2026, 8, 1, tzinfo=UTC) + timedelta(minutes=rng.randrange(0, 60 * 24 * 30))
     duration = rng.uniform(300, 3000)
-    subs = 2 if concurrent else 0
+    subs = rng.choice((2, 3, 3, 4)) if concurrent else 0
+    n_events = MAIN_EVENTS[concurrent] + subs * (2 + SUB_EVENTS)
     return Run(
         task=task, agent=agent, mode=mode, backbone_model=agent.backbone_model,
         external_id=f"{task.external_id}/{agent.name}/{mode}", source_format="parallax",
@@ -132,15 +153,23 @@ def _run(rng: random.Random, task: Task, agent: AgentSystem, mode: str) -> Run:
         task_pass=passed == total, tests_passed=passed, tests_total=total, test_pass=passed / total,
         duration_s=round(duration, 1), shell_calls=rng.randrange(5, 80), tokens=rng.randrange(100_000, 2_000_000),
         started_at=start, ended_at=start + timedelta(seconds=duration),
-        n_events=4 + 4 * subs, n_contexts=1 + subs, subagents_created=subs, peak_concurrency=subs,
+        n_events=n_events, n_contexts=1 + subs, subagents_created=subs, peak_concurrency=subs,
+        signatures_version=DETECTOR_VERSION,
         first_spawn_pos=0.2 if concurrent else None, first_overlap_pos=0.25 if concurrent else None,
         overlap_ratio=0.5 if concurrent else 0.0, last_subagent_end_pos=0.8 if concurrent else None,
     )  # fmt: skip
 
 
+MAIN_EVENTS = {True: 34, False: 60}  # a main agent's own events besides its spawns and joins (concurrent, not)
+SUB_EVENTS = 10  # a sub-agent's events
+TOOLS = (("tool_call", "Bash"), ("tool_result", "Bash"), ("tool_call", "Read"), ("tool_result", "Read"),
+         ("tool_call", "Edit"), ("file_write", "Edit"), ("reasoning", ""), ("message", "assistant"))  # fmt: skip
+PATHS = ("src/core.py", "src/api.py", "src/models.py", "tests/test_core.py", "README.md")
+
+
 def _context(run: Run, external_id: str, main: AgentContext | None) -> AgentContext:
     sub = main is not None
-    n = 2 if sub else run.n_events - 2 * run.subagents_created
+    n = SUB_EVENTS if sub else run.n_events - SUB_EVENTS * run.subagents_created
     return AgentContext(
         run=run,
         parent=main,
@@ -157,33 +186,72 @@ def _context(run: Run, external_id: str, main: AgentContext | None) -> AgentCont
     )
 
 
-def _events(context: AgentContext) -> list[Event]:
+def _events(context: AgentContext, *, first_line: int, lines: list[str], rng: random.Random) -> list[Event]:
+    """The context's events, each with its line of the run's log (appended to `lines`)."""
     run = context.run
     if context.role == "sub":
-        steps = [("tool_call", "Read", "", "src/core.py"), ("file_write", "Edit", "", "src/core.py")]
+        steps = [("message", "user", "", "")] + [
+            (*rng.choice(TOOLS), "", rng.choice(PATHS)) for _ in range(SUB_EVENTS - 1)
+        ]
     else:
-        steps = [("message", "user", "", ""), ("tool_call", "Bash", "", "")]
-        for k in range(run.subagents_created):
-            steps.append(("spawn", "spawn_agent", f"sub-{k}", ""))
-        for k in range(run.subagents_created):
-            steps.append(("join", "wait", f"sub-{k}", ""))
-        steps += [("file_write", "Write", "", "src/api.py"), ("message", "assistant", "", "")]
-    first_line = 3 + 10 * context.position
-    return [
-        Event(
-            run=run,
-            context=context,
-            seq=seq,
-            timestamp=run.started_at + timedelta(seconds=30 * seq),
-            kind=kind,
-            tool=tool,
-            text=f"[bench data] {tool} {seq}",
-            files=[path] if path else [],
-            target=target,
-            source_line=first_line + seq,
+        own = MAIN_EVENTS[run.mode == Run.Mode.CONCURRENT]
+        steps = [("message", "user", "", "")]
+        steps += [(*rng.choice(TOOLS), "", rng.choice(PATHS)) for _ in range(own // 2)]
+        steps += [("spawn", "spawn_agent", f"sub-{k}", "") for k in range(run.subagents_created)]
+        steps += [(*rng.choice(TOOLS), "", rng.choice(PATHS)) for _ in range(own - own // 2 - 2)]
+        steps += [("join", "wait", f"sub-{k}", "") for k in range(run.subagents_created)]
+        steps.append(("message", "assistant", "", ""))
+    events = []
+    for seq, (kind, tool, target, path) in enumerate(steps):
+        words = rng.randrange(8, 60)
+        text = f"[bench data] {kind} {tool} {path} " + " ".join(rng.choice(WORDS) for _ in range(words))
+        lines.append(f'{{"type": "{kind}", "agent": "{context.external_id}", "seq": {seq}, "text": "{text}"}}')
+        events.append(
+            Event(
+                run=run,
+                context=context,
+                seq=seq,
+                timestamp=run.started_at + timedelta(seconds=7 * (first_line + seq)),
+                kind=kind,
+                tool=tool,
+                text=text,
+                files=[path] if path and kind in ("file_write", "tool_call") else [],
+                target=target,
+                source_line=first_line + seq,
+            )
         )
-        for seq, (kind, tool, target, path) in enumerate(steps)
-    ]
+    return events
+
+
+WORDS = ("the", "worker", "reads", "module", "test", "fails", "patch", "merge", "handoff", "result", "wait",
+         "parent", "child", "file", "line", "diff", "assert", "import", "config", "value")  # fmt: skip
+
+
+def _hits(run: Run, events: list[Event], rng: random.Random) -> list[SignatureHit]:
+    """One or two hits of real detectors, citing two of the run's events."""
+    out = []
+    for position, detector in enumerate(rng.sample(sorted(DETECTOR_MODES), rng.choice((1, 1, 2)))):
+        cited = rng.sample(events, 2)
+        out.append(
+            SignatureHit(
+                run=run,
+                detector=detector,
+                modes=list(DETECTOR_MODES[detector])[:2],
+                evidence=[
+                    {
+                        "agent": e.context.external_id,
+                        "seq": e.seq,
+                        "file": f"{LOG}:{e.source_line}",
+                        "time": e.timestamp.isoformat(),
+                    }
+                    for e in cited
+                ],  # fmt: skip
+                explanation=f"[bench data] {detector}: events {cited[0].seq} and {cited[1].seq} of the run",
+                detector_version=DETECTOR_VERSION,
+                position=position,
+            )
+        )
+    return out
 
 
 # -- the study -----------------------------------------------------------------------------------
@@ -224,15 +292,22 @@ class Plan:
         return self.revised if index == 1 and self.revised is not None else self.submitted[index]
 
 
-def _label(code: Code, instance: int, who: str, run_id: int) -> dict:
-    """A label as snapshot() records it (codes by key, LABEL_FIELDS)."""
+def _label(code: Code, instance: int, who: str, run_id: int, lines: int = 40) -> dict:
+    """A label as snapshot() records it (codes by key, LABEL_FIELDS): a rationale of three paragraphs,
+    two or three evidence anchors and a contrast anchor, on lines the run's log has."""
+    rng = random.Random(f"{run_id}/{who}/{code.key}/{instance}")
+    paragraphs = [
+        f"[bench data] {who}: {code.name}" + (f", episode {instance}" if instance > 1 else "") + ". "
+        + " ".join(rng.choice(WORDS) for _ in range(rng.randrange(40, 90)))
+        for _ in range(3)
+    ]  # fmt: skip
     return {
         "code": code.key,
         "instance": instance,
-        "rationale": f"[bench data] {who}: {code.name}" + (f", episode {instance}" if instance > 1 else ""),
-        "realized_consequence": "",
-        "evidence": [anchor_text(Run.Mode.CONCURRENT, LOG, 3 + (run_id + instance) % 4)],
-        "contrast": [],
+        "rationale": "\n\n".join(paragraphs),
+        "realized_consequence": " ".join(rng.choice(WORDS) for _ in range(20)),
+        "evidence": [anchor_text(Run.Mode.CONCURRENT, LOG, rng.randrange(1, lines)) for _ in range(rng.choice((2, 3)))],
+        "contrast": [anchor_text(Run.Mode.SEQUENTIAL, LOG, rng.randrange(1, lines))],
         "nearest_rejected": None,
         "rejection_reason": "",
         "episode_id": "",
@@ -265,70 +340,81 @@ def _modes(labels: list[dict]) -> frozenset[str]:
     return frozenset(label["code"] for label in labels)
 
 
+def _episodes(labels: list[dict]) -> Counter:
+    """Each mode's number of episodes: two codings agree when these are equal (run_reconcile)."""
+    return Counter(label["code"] for label in labels)
+
+
 @transaction.atomic
 def codings(*, study: Study, rng: random.Random) -> list[Plan]:
-    """Both codings of every run, submitted, with their history; returns the plans."""
+    """Every run's codings as far as a coding day got (CODING_DAY): both submitted, with their history; or
+    the first submitted and the second a saved draft, or not started; or neither started. Returns the
+    plans of the runs both annotators submitted (the review step's input)."""
     modes = list(study.codebook.codes.filter(level=Code.Level.MODE).order_by("position"))
+    by_key = {code.key: code for code in modes}
     by_run: dict[int, list[Assignment]] = {}
     for assignment in Assignment.objects.filter(study=study).select_related("annotator").order_by("run_id", "slot"):
         by_run.setdefault(assignment.run_id, []).append(assignment)
-    plans = []
+    plans, drafts = [], []
     for run_id, pair in by_run.items():
         base = rng.sample(modes, rng.choice((0, 1, 1, 2)))
         second = base if rng.random() < AGREE else rng.sample(modes, 1)
         submitted = [
             _picked(picked, a.annotator.username, run_id, rng) for a, picked in zip(pair, (base, second), strict=True)
         ]
+        state = rng.choices([c for c, _ in CODING_DAY], weights=[w for _, w in CODING_DAY])[0]
         plan = Plan(run_id=run_id, assignments=pair, submitted=submitted)
-        if _modes(submitted[0]) != _modes(submitted[1]):
-            plan.outcome = rng.choices([o for o, _ in OUTCOMES], weights=[w for _, w in OUTCOMES])[0]
-            if plan.outcome == "consensus":  # the second annotator revises to the first's modes
-                plan.revised = _picked(base, pair[1].annotator.username, run_id, rng)
-        plans.append(plan)
+        if state == "both":
+            if _episodes(submitted[0]) != _episodes(submitted[1]):  # other modes, or as many episodes otherwise
+                plan.outcome = rng.choices([o for o, _ in OUTCOMES], weights=[w for _, w in OUTCOMES])[0]
+                if plan.outcome == "consensus":  # the second annotator revises to the first's modes and episodes
+                    who = pair[1].annotator.username
+                    plan.revised = [_label(by_key[x["code"]], x["instance"], who, run_id) for x in submitted[0]]
+            plans.append(plan)
+        elif state in ("draft", "one"):
+            drafts.append((plan, state))
     now = timezone.now()
     notes = "[bench data]"
+    # (annotation, assignment, its plan, which coding, submitted or a draft)
+    written = [(a, plan, k, True) for plan in plans for k, a in enumerate(plan.assignments)]
+    written += [(plan.assignments[0], plan, 0, True) for plan, _ in drafts]
+    written += [(plan.assignments[1], plan, 1, False) for plan, state in drafts if state == "draft"]
     annotations = Annotation.objects.bulk_create(
         [
             Annotation(
                 assignment=a,
-                status=Annotation.Status.SUBMITTED,
-                version=4 if k == 1 and plan.revised is not None else 3,
+                status=Annotation.Status.SUBMITTED if submitted else Annotation.Status.DRAFT,
+                version=(4 if k == 1 and plan.revised is not None else 3) if submitted else 2,
                 no_failure=not plan.current(k),
                 notes=notes,
-                submitted_at=now,
+                submitted_at=now if submitted else None,
             )
-            for plan in plans
-            for k, a in enumerate(plan.assignments)
+            for a, plan, k, submitted in written
         ],
         batch_size=BATCH,
     )
     codes = {c.key: c.pk for c in study.codebook.codes.filter(level=Code.Level.MODE)}
     labels, history = [], []
-    rows = iter(annotations)
-    for plan in plans:
-        for k, assignment in enumerate(plan.assignments):
-            annotation = next(rows)
-            labels += [
-                Label(
-                    annotation=annotation,
-                    code_id=codes[label["code"]],
-                    **{name: value for name, value in label.items() if name not in ("code", "nearest_rejected")},
-                )
-                for label in plan.current(k)
-            ]
-            first = plan.submitted[k]
-            empty = _snapshot(status="draft", version=1, labels=[])
-            saved = _snapshot(status="draft", version=2, labels=first, notes=notes)
-            locked = _snapshot(status="submitted", version=3, labels=first, notes=notes)
-            steps = [("save", empty, saved), ("submit", saved, locked)]
-            if k == 1 and plan.revised is not None:
-                steps.append(
-                    ("revise", locked, _snapshot(status="submitted", version=4, labels=plan.revised, notes=notes))
-                )
-            history += [
-                AuditEntry(annotation=annotation, actor=assignment.annotator, action=action, before=before, after=after)
-                for action, before, after in steps
-            ]
+    for annotation, (assignment, plan, k, submitted) in zip(annotations, written, strict=True):
+        labels += [
+            Label(
+                annotation=annotation,
+                code_id=codes[label["code"]],
+                **{name: value for name, value in label.items() if name not in ("code", "nearest_rejected")},
+            )
+            for label in plan.current(k)
+        ]
+        first = plan.submitted[k]
+        empty = _snapshot(status="draft", version=1, labels=[])
+        saved = _snapshot(status="draft", version=2, labels=first, notes=notes)
+        locked = _snapshot(status="submitted", version=3, labels=first, notes=notes)
+        steps = [("save", empty, saved)] + ([("submit", saved, locked)] if submitted else [])
+        if k == 1 and plan.revised is not None:
+            steps.append(("revise", locked, _snapshot(status="submitted", version=4, labels=plan.revised, notes=notes)))
+        history += [
+            AuditEntry(annotation=annotation, actor=assignment.annotator, action=action, before=before, after=after)
+            for action, before, after in steps
+        ]
     Label.objects.bulk_create(labels, batch_size=BATCH)
     AuditEntry.objects.bulk_create(history, batch_size=BATCH)
     return plans
@@ -366,10 +452,10 @@ def reviews(*, study: Study, plans: list[Plan]) -> None:
                 study=study,
                 run_id=plan.run_id,
                 agreement=1.0 - masi_distance(*(_modes(labels) for labels in plan.submitted)),
-                status=plan.outcome,  # consensus, adjudicated or escalated: Discussion.Status values
-                escalated_at=now if plan.outcome != "consensus" else None,
-                escalated_by=plan.assignments[0].annotator if plan.outcome != "consensus" else None,
-                resolved_at=now if plan.outcome != "escalated" else None,
+                status=plan.outcome,  # consensus, adjudicated, escalated or open: Discussion.Status values
+                escalated_at=now if plan.outcome in ("adjudicated", "escalated") else None,
+                escalated_by=plan.assignments[0].annotator if plan.outcome in ("adjudicated", "escalated") else None,
+                resolved_at=now if plan.outcome in ("consensus", "adjudicated") else None,
             )
             for plan in discussed
         ],
@@ -392,10 +478,11 @@ def reviews(*, study: Study, plans: list[Plan]) -> None:
                 Comment(
                     discussion=discussion,
                     author=assignment.annotator,
-                    text=f"[bench data] {assignment.annotator.username} on run {plan.run_id}",
+                    text=f"[bench data] {assignment.annotator.username} on run {plan.run_id}: "
+                    + " ".join(WORDS[(plan.run_id + i) % len(WORDS)] for i in range(60)),
                 )
             )
-        if plan.outcome != "consensus":
+        if plan.outcome in ("adjudicated", "escalated"):
             activity.append(
                 ActivityEntry(
                     action="discussion.escalate",
@@ -407,7 +494,7 @@ def reviews(*, study: Study, plans: list[Plan]) -> None:
             )
     Comment.objects.bulk_create(comments, batch_size=BATCH)
 
-    decided = [plan for plan in plans if plan.outcome != "escalated"]
+    decided = [plan for plan in plans if plan.outcome not in ("escalated", "open")]
     finals = FinalCoding.objects.bulk_create(
         [
             FinalCoding(
@@ -426,9 +513,10 @@ def reviews(*, study: Study, plans: list[Plan]) -> None:
     )
     final_labels = []
     for plan, final in zip(decided, finals, strict=True):
-        # An adjudicator rules on the first coder's modes here; agreed and consensus finals merge both.
+        # An adjudicator rules on the first coder's modes and episodes here; agreed and consensus finals merge both.
+        ruled = {(x["code"], x["instance"]) for x in plan.submitted[0]}
         for (key, instance), fields in _merged(plan).items():
-            if plan.outcome == "adjudicated" and key not in _modes(plan.submitted[0]):
+            if plan.outcome == "adjudicated" and (key, instance) not in ruled:
                 continue
             if plan.outcome == "adjudicated":  # the ruling's rationale decides, on every episode
                 fields = {**fields, "rationale": f"[bench data] ruled: {key}"}

@@ -298,9 +298,11 @@ def agreement(modes: dict, codings: dict[str, dict[str, frozenset]], seed: int, 
 
 
 def headline(modes, codings, annotators, seed: int, resamples: int, confidence: float = 0.95) -> dict:
-    """The mode-level mean pairwise pooled kappa and its percentile bootstrap CI: resample the runs
-    coded at least twice (sorted by id as text) with replacement, `resamples` times in draws of 250
-    from numpy.random.default_rng(seed); a resample's 2x2 tables are the sums of its runs' tables."""
+    """The mode-level mean pairwise pooled kappa and its percentile bootstrap CI over the runs coded at
+    least twice. A resample draws n runs with replacement; runs with the same 2x2 table for every
+    annotator pair are interchangeable, so it is drawn as how many runs of each such kind: one
+    Multinomial(n, the kinds' shares) draw, kinds in numpy.unique's order over the rows (tables, then
+    the pairs' presence), `resamples` draws 1,000 at a time from numpy.random.default_rng(seed)."""
     import numpy as np
 
     codes = universe(modes, "mode")
@@ -333,14 +335,14 @@ def headline(modes, codings, annotators, seed: int, resamples: int, confidence: 
     low = high = low_mcse = high_mcse = None
     if n and resamples:
         rng = np.random.default_rng(seed)
-        flat = tables.reshape(n, -1)
+        rows = np.concatenate([tables.reshape(n, -1), present], axis=1)
+        kinds, sizes = np.unique(rows, axis=0, return_counts=True)
+        cells = len(pair_list) * 4
         estimates = []
-        for start in range(0, resamples, 250):
-            count = min(250, resamples - start)
-            draws = rng.integers(0, n, size=(count, n))
-            weights = np.zeros((count, n), dtype=np.int64)
-            np.add.at(weights, (np.repeat(np.arange(count), n), draws.ravel()), 1)
-            estimates.append(mean_kappa((weights @ flat).reshape(count, len(pair_list), 4), weights @ present))
+        for start in range(0, resamples, 1000):
+            weights = rng.multinomial(n, sizes / n, size=min(1000, resamples - start))
+            totals = (weights @ kinds[:, :cells]).reshape(len(weights), len(pair_list), 4)
+            estimates.append(mean_kappa(totals, weights @ kinds[:, cells:]))
         drawn = np.concatenate(estimates)
         low, high = limits(drawn, confidence)
         # Monte Carlo error: the limits of ten consecutive batches of the resamples, sd / sqrt(10)

@@ -1,19 +1,17 @@
-"""Shared fixtures: named users per role, logged-in clients, Parallax JSONL writers."""
+"""Shared fixtures: named users per role, logged-in clients, the `study` most tests start from, the artifact's task
+folder. The builders they use are in tests/factories.py."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import orjson
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from accounts.roles import ADJUDICATOR, ADMIN, ANNOTATOR
-
-FIXTURES = Path(__file__).parent / "fixtures"
-REAL = FIXTURES / "real"
+from tests.factories import assigned_study, client_for, new_user
 
 
 def _artifact_folder() -> Path:
@@ -80,37 +78,26 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _user(username: str, role: str | None = None, **extra) -> User:
-    user = User.objects.create_user(username=username, password="pw-" + username, **extra)
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
 @pytest.fixture
 def annotator(db) -> User:
-    return _user("ann1", ANNOTATOR)
+    return new_user("ann1", ANNOTATOR)
 
 
 @pytest.fixture
-def adjudicator(db) -> User:
-    return _user("senior", ADJUDICATOR)
+def adjudicator(request, db) -> User:
+    if world := module_world(request):
+        return world.adjudicator()
+    return new_user("senior", ADJUDICATOR)
 
 
 @pytest.fixture
 def admin_user(db) -> User:
-    return _user("boss", ADMIN)
+    return new_user("boss", ADMIN)
 
 
 @pytest.fixture
 def outsider(db) -> User:
-    return _user("outsider")
-
-
-def client_for(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+    return new_user("outsider")
 
 
 @pytest.fixture
@@ -129,133 +116,58 @@ def admin_client_(admin_user) -> Client:
     return client_for(admin_user)
 
 
-def header(
-    task: str = "t-1", mode: str = "concurrent", agent: str = "Codex", benchmark: str = "SWE-bench Verified", **outcomes
-) -> dict:
-    return {
-        "type": "run",
-        "format": "parallax/1",
-        "task": {"benchmark": benchmark, "id": task, "difficulty": "hard"},
-        "agent": {"system": agent, "model": "m"},
-        "mode": mode,
-        "outcomes": outcomes or {"task_pass": True, "tests_passed": 9, "tests_total": 10, "duration_s": 60.0},
-    }
-
-
-def ctx(cid: str, parent: str | None = None, start: str | None = None, end: str | None = None, **extra) -> dict:
-    line = {
-        "type": "context",
-        "id": cid,
-        "role": "main" if parent is None else "sub",
-        "parent": parent,
-        "label": extra.pop("label", cid),
-    }
-    if start:
-        line["started_at"] = start
-    if end:
-        line["ended_at"] = end
-    line.update(extra)
-    return line
-
-
-def ev(context: str, seq: int, ts: str, kind: str = "tool_call", **extra) -> dict:
-    return {"type": "event", "context": context, "seq": seq, "ts": ts, "kind": kind, **extra}
-
-
-def t(seconds: float) -> str:
-    """Timestamp `seconds` after a fixed origin, ISO with Z."""
-    minutes, sec = divmod(seconds, 60)
-    return f"2026-08-01T10:{int(minutes):02d}:{sec:06.3f}Z"
-
-
-def simple_run(task: str = "t-1", mode: str = "concurrent", agent: str = "Codex", n_sub: int = 2) -> list[dict]:
-    lines = [header(task, mode, agent), ctx("main", start=t(0), end=t(100))]
-    lines.append(ev("main", 0, t(0), "message", text="go"))
-    for i in range(n_sub):
-        cid = f"sub-{i}"
-        lines.append(ev("main", i + 1, t(10 + i), "spawn", target=cid))
-        lines.append(ctx(cid, "main", start=t(10 + i), end=t(50 + i)))
-        lines.append(ev(cid, 0, t(12 + i), "file_write", tool="Edit", files=[f"src/f{i}.py"]))
-    return lines
-
-
-def write_jsonl(path: Path, lines: list[dict | bytes | str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as out:
-        for line in lines:
-            if isinstance(line, bytes):
-                out.write(line + b"\n")
-            elif isinstance(line, str):
-                out.write(line.encode() + b"\n")
-            else:
-                out.write(orjson.dumps(line) + b"\n")
-    return path
-
-
 # -- studies --------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def codebook(db):
+def codebook(request, db):
+    if world := module_world(request):
+        return world.codebook()
     from taxonomy.services import codebook_load_default
 
     return codebook_load_default()
 
 
 @pytest.fixture
-def trio(db):
-    from accounts.roles import ANNOTATOR
-
-    return [_user(f"coder{i}", ANNOTATOR) for i in (1, 2, 3)]
+def trio(request, db):
+    if world := module_world(request):
+        return world.trio()
+    return [new_user(f"coder{i}", ANNOTATOR) for i in (1, 2, 3)]
 
 
 @pytest.fixture
-def study(db, tmp_path, codebook, trio, adjudicator):
+def study(request, db, tmp_path, codebook, trio, adjudicator):
     """Six paired tasks (12 runs) over two agents and two benchmarks, assigned."""
-    from annotation.services.studies import study_assign, study_create
-    from trajectories.services import import_paths
-
-    for i in range(6):
-        agent = "Codex" if i % 2 else "Kimi Code"
-        bench = "LoopsBench" if i < 3 else "NL2Repo"
-        for mode in ("concurrent", "sequential"):
-            lines = simple_run(f"task-{i}", mode, agent, n_sub=2 if mode == "concurrent" else 0)
-            lines[0]["task"]["benchmark"] = bench
-            write_jsonl(tmp_path / "study" / f"{i}-{mode}.jsonl", lines)
-    import_paths(paths=[tmp_path / "study"])
-    created = study_create(name="S", codebook=codebook, annotators=trio, adjudicator=adjudicator)
-    study_assign(study=created)
-    return created
+    if world := module_world(request):
+        return world.study()
+    return assigned_study(tmp_path / "study", codebook, trio, adjudicator)
 
 
-def mode_code(codebook, key: str):
-    return codebook.codes.get(key=key)
+# -- built once per module ------------------------------------------------------------------
 
 
-CITED_LINE = {"lossy-handoff": 3, "stale-handoff": 4}  # lines of a `study` run's log the tests cite
+@pytest.fixture(scope="module")
+def module_transaction(django_db_setup, django_db_blocker):
+    """A transaction around a whole test module, rolled back when the module ends. What a module-scoped fixture
+    writes in it is built once per module (once per xdist worker that runs the module's tests) and seen by each
+    of its tests; each test still runs in a transaction of its own (pytest-django's `db`, a savepoint inside this
+    one) that undoes what the test writes before the next test begins — Django's setUpTestData, for pytest."""
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        module_atomic = transaction.atomic()
+        module_atomic.__enter__()
+    yield
+    with django_db_blocker.unblock():
+        transaction.set_rollback(True)
+        module_atomic.__exit__(None, None, None)
 
 
-def cite(run, key: str = "") -> str:
-    """An anchor that resolves: a line of the log a `study` run was imported from."""
-    return f"parallel/{run.source_name}:{CITED_LINE.get(key, 1)}"
-
-
-def submit_disagreement(study, run_id: int, codebook, *, rationale: str = "r", evidence: tuple[str, ...] = ()):
-    """Both annotators of a run submit different modes (slot 1: lossy-handoff, slot 2: stale-handoff);
-    returns the discussion that opens."""
-    from annotation.models import Assignment, Discussion
-    from annotation.selectors.queue import annotation_for
-    from annotation.services.coding import LabelInput, annotation_save, annotation_submit
-
-    pair = Assignment.objects.filter(study=study, run_id=run_id).order_by("slot")
-    for assignment, key in zip(pair, ("lossy-handoff", "stale-handoff"), strict=True):
-        annotation = annotation_for(assignment=assignment)
-        label = LabelInput(code_id=mode_code(codebook, key).pk, rationale=rationale, evidence=list(evidence))
-        annotation_save(
-            annotation=annotation, actor=assignment.annotator, version=1, no_failure=False, notes="", labels=[label]
-        )
-        annotation_submit(annotation=annotation, actor=assignment.annotator, version=2)
-    return Discussion.objects.get(study=study, run_id=run_id)
+def module_world(request):
+    """The world a module builds once (`coded_world`, tests/annotation/conftest.py), if the module asks for it
+    (pytest.mark.usefixtures): then `codebook`, `trio`, `adjudicator` and `study` are its rows, read afresh for
+    each test, not new ones."""
+    return request.getfixturevalue("coded_world") if "coded_world" in request.fixturenames else None
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -34,7 +34,7 @@ def _conforms(operation, headers):
     @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     def run(case):
         # `ignored_auth` swaps in fake credentials for one scheme while our explicit, valid token
-        # is still sent, so it cannot apply here; unauthenticated access is covered by test_authorization.
+        # is still sent, so it cannot apply here; unauthenticated access is covered by test_routes.
         # Multipart "files" are generated as plain form fields (no filename), which is not an upload:
         # our 400 is right, so the upload operation skips the positive-data check.
         excluded = [ignored_auth] + ([positive_data_acceptance] if case.media_type == "multipart/form-data" else [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tests.conftest import client_for, submit_disagreement
+from tests.factories import client_for, submit_disagreement
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from annotation.services.studies import study_create
-from tests.conftest import _user, client_for
+from tests.factories import client_for, new_user
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ def test_an_admin_who_adjudicates_a_study_lands_on_the_adjudication_queue(codebo
 
 
 def test_a_study_annotator_without_the_role_lands_on_the_queue(codebook, trio, adjudicator):
-    plain = _user("plain")
+    plain = new_user("plain")
     study_create(name="S3", codebook=codebook, annotators=[plain, trio[0], trio[1]], adjudicator=adjudicator)
     assert lands(plain) == "/annotate/"
 

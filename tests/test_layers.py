@@ -82,3 +82,18 @@ def test_an_app_below_annotation_never_queries_its_tables_by_relation_name(app):
         if lookup.search(line)
     ]
     assert not found, "\n".join(found)
+
+
+def test_no_test_module_imports_another():
+    """What tests share is in tests/factories.py (builders) and the conftest.py files (fixtures): a test module
+    imported by another runs its tests' module-level set-up twice and ties the two together."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = []
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            found += [f"{path.relative_to(ROOT)}: {m}" for m in modules if m.split(".")[-1].startswith("test_")]
+    assert not found, "\n".join(found)

@@ -1,9 +1,11 @@
-"""Query-count pins: every page each role opens, with the exact number of SQL queries it runs, so
-an N+1 cannot come back unnoticed — and the same number once the study has three times the runs,
-codings and discussions (nothing on a request may grow with the study).
+"""Query counts: every page each role opens runs the same number of SQL queries once the study has three
+times the runs, codings and discussions (nothing on a request may grow with the study, so an N+1 cannot
+come back unnoticed), and no more than its budget.
 
-When a pin fails on purpose (a page now needs one query more), update PINS and say why in the
-commit; the failure lists the queries the page ran."""
+A budget is a few queries above what the page ran when it was set (rounded up to a multiple of five, at
+least three more), so that a harmless extra query does not fail the suite and a page that starts to read
+much more does. When a budget fails on purpose, raise it and say why in the commit; the failure lists the
+queries the page ran."""
 
 from __future__ import annotations
 
@@ -17,47 +19,46 @@ from annotation.models import Assignment, Discussion
 from annotation.services.hints import annotation_hints_show
 from annotation.services.review import discussion_escalate
 from annotation.services.studies import study_assign, study_create
-from tests.annotation.test_discussion import code_run
-from tests.conftest import client_for, mode_code, simple_run, write_jsonl
+from tests.factories import client_for, code_run, mode_code, simple_run, write_jsonl
 from trajectories.services import import_paths
 
 pytestmark = pytest.mark.django_db
 
-# (role, page) -> queries. Roles: "annotator" (coder1, on their own objects), "adjudicator" (the
-# study's), "admin".
-PINS: dict[tuple[str, str], int] = {
-    ("annotator", "queue"): 8,
+# (role, page) -> the most queries it may run. Roles: "annotator" (coder1, on their own objects), "adjudicator"
+# (the study's), "admin". The comments say what a page reads.
+BUDGETS: dict[tuple[str, str], int] = {
+    ("annotator", "queue"): 15,
     # +1: may this annotator see the run's hints (their codings of the pair, with each study's hint policy)?
     # +1: both runs' test lists (the pair's tests, one query)
-    ("annotator", "annotate"): 16,  # a run under discussion: +1, was the coding revised since?
-    ("annotator", "annotate, hints shown"): 19,  # +3: the hits, their events' anchors, the modes' names
-    ("annotator", "discussions"): 5,
-    ("annotator", "discussion"): 14,  # +1: the hints rule (the panel says to show them on the coding page)
-    ("annotator", "runs"): 8,
-    ("annotator", "pair"): 9,  # the hints rule; the hits are not read (not shown on the coding page yet); tests
-    ("annotator", "pair, hints shown"): 10,  # the hints rule, both runs' hits in one query; tests
-    ("adjudicator", "adjudication queue"): 6,
+    ("annotator", "annotate"): 20,  # a run under discussion: +1, was the coding revised since?
+    ("annotator", "annotate, hints shown"): 25,  # +3: the hits, their events' anchors, the modes' names
+    ("annotator", "discussions"): 10,
+    ("annotator", "discussion"): 20,  # +1: the hints rule (the panel says to show them on the coding page)
+    ("annotator", "runs"): 15,
+    ("annotator", "pair"): 15,  # the hints rule; the hits are not read (not shown on the coding page yet); tests
+    ("annotator", "pair, hints shown"): 15,  # the hints rule, both runs' hits in one query; tests
+    ("adjudicator", "adjudication queue"): 10,
     # +2: the run's prediction by the current suggestions model, flagged codes' names; +4: the hints rule, the
     # hits, their events' anchors, the modes' names
-    ("adjudicator", "adjudicate"): 22,  # +1: both runs' test lists
-    ("adjudicator", "adjudication queue by uncertainty"): 6,
-    ("adjudicator", "suggestions"): 7,  # session, user, study, the models listed, the current one, mode names, groups
-    ("admin", "suggestions"): 7,
-    ("adjudicator", "studies"): 4,
-    ("adjudicator", "dashboard"): 10,
-    ("adjudicator", "statistics status"): 5,
-    ("adjudicator", "RQ4 pairs"): 7,
-    ("adjudicator", "new study"): 11,  # the choices: codebooks, annotators, adjudicators, agents, benchmarks, …
-    ("adjudicator", "study design"): 18,  # the balance, the forms' choices, the study's counts
-    ("adjudicator", "analysis settings"): 4,  # session, user, the study, the user's groups
-    ("adjudicator", "run history"): 9,
-    ("adjudicator", "runs"): 8,
-    ("adjudicator", "pair"): 10,  # +1: both runs' signature hits; +1: the hints rule; +1: both runs' test lists
-    ("admin", "studies"): 4,
-    ("admin", "dashboard"): 10,
-    ("admin", "runs"): 8,
-    ("admin", "imports"): 4,
-    ("admin", "study design"): 18,
+    ("adjudicator", "adjudicate"): 25,  # +1: both runs' test lists
+    ("adjudicator", "adjudication queue by uncertainty"): 10,
+    ("adjudicator", "suggestions"): 10,  # session, user, study, the models listed, the current one, mode names, groups
+    ("admin", "suggestions"): 10,
+    ("adjudicator", "studies"): 10,
+    ("adjudicator", "dashboard"): 15,  # the study's bundles: the newest asked for, the newest ready
+    ("adjudicator", "statistics status"): 10,
+    ("adjudicator", "RQ4 pairs"): 10,
+    ("adjudicator", "new study"): 15,  # the choices: codebooks, annotators, adjudicators, agents, benchmarks, …
+    ("adjudicator", "study design"): 25,  # the balance, the forms' choices, the study's counts
+    ("adjudicator", "analysis settings"): 10,  # session, user, the study, the user's groups
+    ("adjudicator", "run history"): 15,
+    ("adjudicator", "runs"): 15,
+    ("adjudicator", "pair"): 15,  # +1: both runs' signature hits; +1: the hints rule; +1: both runs' test lists
+    ("admin", "studies"): 10,
+    ("admin", "dashboard"): 15,
+    ("admin", "runs"): 15,
+    ("admin", "imports"): 10,
+    ("admin", "study design"): 25,
 }
 
 
@@ -176,7 +177,7 @@ def _count(clients, pages) -> dict[tuple[str, str], tuple[int, list[str]]]:
     return counts
 
 
-def test_every_page_runs_its_pinned_queries_and_no_more_when_the_study_grows(
+def test_every_page_runs_the_same_queries_when_the_study_grows_and_stays_within_its_budget(
     study, codebook, trio, adjudicator, admin_user, tmp_path
 ):
     _code_everything(study, codebook)
@@ -184,22 +185,22 @@ def test_every_page_runs_its_pinned_queries_and_no_more_when_the_study_grows(
     clients = {"annotator": client_for(coder), "adjudicator": client_for(adjudicator), "admin": client_for(admin_user)}
     pages = _pages(study, coder, adjudicator)
     small = _count(clients, pages)
-    wrong = [
-        f"{key}: ran {n}, pinned {PINS.get(key)}: {queries}"
+    over = [
+        f"{key}: ran {n}, budget {BUDGETS.get(key)}: {queries}"
         for key, (n, queries) in small.items()
-        if n != PINS.get(key)
+        if n > BUDGETS.get(key, 0)
     ]
-    assert not wrong, "\n".join(wrong)
+    assert not over, "\n".join(over)
     _grow(tmp_path, codebook, trio, adjudicator)
     large = _count(clients, pages)
     grew = [f"{key}: {small[key][0]} → {n}: {queries}" for key, (n, queries) in large.items() if n != small[key][0]]
     assert not grew, "\n".join(grew)
 
 
-AUTOSAVE_QUERIES = 13  # an autosave of a draft with one mode: the hot path when a team codes at once
+AUTOSAVE_BUDGET = 15  # an autosave of a draft with one mode (13 queries): the hot path when a team codes at once
 
 
-def test_an_autosave_runs_its_pinned_queries(study, codebook, trio):
+def test_an_autosave_stays_within_its_query_budget(study, codebook, trio):
     coder = trio[0]
     assignment = Assignment.objects.filter(study=study, annotator=coder).order_by("position").first()
     client = client_for(coder)
@@ -210,4 +211,4 @@ def test_an_autosave_runs_its_pinned_queries(study, codebook, trio):
     with CaptureQueriesContext(connection) as queries:
         again = {**first, "version": 2, f"rationale-{code}": "second"}
         assert client.post(url, again, HTTP_HX_REQUEST="true").status_code == 200
-    assert len(queries) == AUTOSAVE_QUERIES, "\n".join(q["sql"][:200] for q in queries)
+    assert len(queries) <= AUTOSAVE_BUDGET, "\n".join(q["sql"][:200] for q in queries)

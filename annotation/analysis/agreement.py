@@ -218,40 +218,180 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(defined) / len(defined) if defined else None
 
 
-def pair_level(taxonomy: Taxonomy, index, a: str, b: str, level: str) -> dict:
-    universe = taxonomy.universe(level)
-    shared = sorted(item for item, coders in index.items() if a in coders and b in coders)
-    sets_a = [taxonomy.lift(index[item][a], level) for item in shared]
-    sets_b = [taxonomy.lift(index[item][b], level) for item in shared]
-    x = [int(code in s) for s in sets_a for code in universe]
-    y = [int(code in s) for s in sets_b for code in universe]
-    per_code = {}
-    for code in universe:
-        per_code[code] = cohen_kappa([int(code in s) for s in sets_a], [int(code in s) for s in sets_b])
-    defined = [k for k in per_code.values() if k is not None]
+class _Codes:
+    """Every coding of one level as arrays: `coded[i, a]` — item i coded by annotator a; `x[i, a, c]` —
+    code c in that coding (lifted to the level). The report is sums over these, not loops over codes."""
+
+    def __init__(self, taxonomy: Taxonomy, index: dict[str, dict[str, frozenset[str]]], annotators, level: str):
+        import numpy as np
+
+        self.universe = taxonomy.universe(level)
+        column = {code: c for c, code in enumerate(self.universe)}
+        position = {a: j for j, a in enumerate(annotators)}
+        items = list(index)
+        self.coded = np.zeros((len(items), len(annotators)), dtype=bool)
+        self.x = np.zeros((len(items), len(annotators), len(self.universe)), dtype=bool)
+        rows, cols, codes = [], [], []
+        for i, item in enumerate(items):
+            for annotator, modes in index[item].items():
+                self.coded[i, position[annotator]] = True
+                for code in taxonomy.lift(modes, level):
+                    rows.append(i), cols.append(position[annotator]), codes.append(column[code])
+        self.x[rows, cols, codes] = True
+
+
+def _kappa(n11, n10, n01, n00):
+    """Cohen's κ of 2×2 tables (arrays of counts, element-wise): (p_o − p_e) / (1 − p_e), NaN where
+    p_e = 1 (both raters put every decision in one category) or there is no decision. The same
+    number as scikit-learn's cohen_kappa_score (tests/annotation/test_agreement.py)."""
+    import numpy as np
+
+    n11, n10, n01, n00 = (np.asarray(v, dtype=float) for v in (n11, n10, n01, n00))
+    n = n11 + n10 + n01 + n00
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pa, pb = (n11 + n10) / n, (n11 + n01) / n
+        p_e = pa * pb + (1 - pa) * (1 - pb)
+        kappa = ((n11 + n00) / n - p_e) / (1 - p_e)
+    a1, b1 = n11 + n10, n11 + n01
+    return np.where((n == 0) | ((a1 == b1) & ((a1 == 0) | (a1 == n))), np.nan, kappa)
+
+
+def _value(number) -> float | None:
+    import math
+
+    return None if number is None or math.isnan(number) else float(number)
+
+
+def _masi(inter, size_a, size_b):
+    """MASI distances from the sizes of two code sets and of their intersection (arrays, element-wise):
+    1 − Jaccard × monotonicity, as masi_distance."""
+    import numpy as np
+
+    union = size_a + size_b - inter
+    equal = (inter == size_a) & (inter == size_b)
+    weight = np.where((inter == size_a) | (inter == size_b), 2 / 3, np.where(inter > 0, 1 / 3, 0.0))
+    jaccard = inter / np.maximum(union, 1)
+    return np.where(equal, 0.0, 1.0 - jaccard * weight)
+
+
+def _masi_rows(xa, xb):
+    """MASI distances between the code sets in the rows of two bool matrices, row by row."""
+    return _masi((xa & xb).sum(axis=-1), xa.sum(axis=-1), xb.sum(axis=-1))
+
+
+def _alpha_masi_arrays(values: list, units: list) -> float | None:
+    """Krippendorff's α with the MASI distance (alpha_masi, over arrays): `values` — the pairable code
+    sets as bool rows; `units` — for each unit, the row numbers of its values (two or more)."""
+    import numpy as np
+
+    n = sum(len(unit) for unit in units)
+    if n < 2:
+        return None
+    observed = 0.0
+    by_size: dict[int, list] = {}
+    for unit in units:
+        by_size.setdefault(len(unit), []).append(unit)
+    for m, group in by_size.items():
+        rows = np.array(group)
+        within = sum(_masi_rows(values[rows[:, i]], values[rows[:, j]]).sum() for i, j in combinations(range(m), 2))
+        observed += 2 * within / (m - 1)
+    observed /= n
+    # The expected disagreement over every pair of values, through the D distinct sets: a distance depends
+    # only on the two sizes and the intersection's, so the pairs are counted by those three numbers.
+    packed = np.packbits(values, axis=1)
+    _, first, freq = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True,
+                               return_counts=True)  # fmt: skip
+    sets = values[first].astype(np.float32)
+    sizes = values[first].sum(axis=1)
+    width = values.shape[1] + 1
+    pairs = np.zeros(width**3)
+    for start in range(0, len(sets), 512):  # the D × D intersections, a block of rows at a time
+        block = slice(start, start + 512)
+        inter = (sets[block] @ sets.T).astype(np.int64)
+        key = (inter * width + sizes[block, None]) * width + sizes[None, :]
+        pairs += np.bincount(key.ravel(), weights=np.outer(freq[block], freq).ravel(), minlength=width**3)
+    inter, rest = np.divmod(np.arange(width**3), width * width)
+    size_a, size_b = np.divmod(rest, width)
+    expected = float(pairs @ _masi(inter, size_a, size_b))
+    expected /= n * (n - 1)
+    return None if expected == 0 else 1.0 - observed / expected
+
+
+def _alpha_nominal(ones, m) -> float | None:
+    """Krippendorff's nominal α for binary units (alpha_nominal_binary, closed form): with n_u values
+    of which k_u are 1, α = 1 − (n − 1) Σ_u k_u (n_u − k_u) / (n_u − 1) / (n_1 n_0)."""
+    n = float(m.sum())
+    n1 = float(ones.sum())
+    n0 = n - n1
+    if n < 2 or n1 == 0 or n0 == 0:
+        return None
+    disagreement = float((ones * (m - ones) / (m - 1)).sum())
+    return 1.0 - (n - 1) * disagreement / (n1 * n0)
+
+
+def _fleiss(ones, raters: int) -> float | None:
+    """Fleiss' κ for binary units each rated by `raters` (fleiss_kappa_binary, closed form)."""
+    units = ones.size
+    if units == 0 or raters < 2:
+        return None
+    p1 = float(ones.sum()) / (units * raters)
+    p_e = p1 * p1 + (1 - p1) * (1 - p1)
+    if p_e == 1:
+        return None
+    agreement = (ones * ones + (raters - ones) * (raters - ones) - raters) / (raters * (raters - 1))
+    return (float(agreement.mean()) - p_e) / (1 - p_e)
+
+
+def _pair_level(codes: _Codes, a: int, b: int) -> dict:
+    import numpy as np
+
+    shared = codes.coded[:, a] & codes.coded[:, b]
+    universe = codes.universe
+    n_shared = int(shared.sum())
+    if not n_shared:
+        return {
+            "n_shared_items": 0,
+            "pooled": {"kappa": None},
+            "macro": {"kappa": None, "n_codes_defined": 0, "n_codes_undefined": len(universe)},
+            "per_code_kappa": dict.fromkeys(universe),
+            "alpha_masi": {"alpha": None},
+        }
+    xa, xb = codes.x[shared, a], codes.x[shared, b]
+    n11 = (xa & xb).sum(axis=0)
+    n10, n01 = (xa & ~xb).sum(axis=0), (~xa & xb).sum(axis=0)
+    n00 = n_shared - n11 - n10 - n01
+    per_code = [_value(k) for k in _kappa(n11, n10, n01, n00)]
+    defined = [k for k in per_code if k is not None]
+    values = np.concatenate([xa, xb])
     return {
-        "n_shared_items": len(shared),
-        "pooled": {"kappa": cohen_kappa(x, y) if shared else None},
+        "n_shared_items": n_shared,
+        "pooled": {"kappa": _value(_kappa(n11.sum(), n10.sum(), n01.sum(), n00.sum()))},
         "macro": {
-            "kappa": _mean(defined) if shared else None,
-            "n_codes_defined": len(defined) if shared else 0,
-            "n_codes_undefined": (len(universe) - len(defined)) if shared else len(universe),
-        },
-        "per_code_kappa": per_code if shared else dict.fromkeys(universe),
-        "alpha_masi": {"alpha": alpha_masi(list(zip(sets_a, sets_b, strict=True))) if shared else None},
+            "kappa": _mean(defined),
+            "n_codes_defined": len(defined),
+            "n_codes_undefined": len(universe) - len(defined),
+        },  # fmt: skip
+        "per_code_kappa": dict(zip(universe, per_code, strict=True)),
+        "alpha_masi": {"alpha": _alpha_masi_arrays(values, [[i, i + n_shared] for i in range(n_shared)])},
     }
 
 
 def agreement_report(taxonomy: Taxonomy, codings: Sequence[Coding], *, raters: int | None = None) -> dict:
     """Agreement per annotator pair and level, and over all annotators. `raters`: the study's design, k
     codings per run — Fleiss' κ is over the runs with exactly k (those with fewer or more are counted and
-    said, not silently dropped); without it (a file of codings), k is the most codings any run has."""
+    said, not silently dropped); without it (a file of codings), k is the most codings any run has.
+    Computed over arrays (`_Codes`); the scalar functions above (cohen_kappa, alpha_masi,
+    alpha_nominal_binary, fleiss_kappa_binary) are the definitions the tests hold it to."""
+    import numpy as np
+
     index = build_index(taxonomy, codings)
     annotators = sorted({c.annotator for c in codings})
+    levels = {level: _Codes(taxonomy, index, annotators, level) for level in LEVELS}
     pairs = [
-        {"annotators": [a, b], "levels": {level: pair_level(taxonomy, index, a, b, level) for level in LEVELS}}
-        for a, b in combinations(annotators, 2)
-    ]
+        {"annotators": [annotators[a], annotators[b]],
+         "levels": {level: _pair_level(codes, a, b) for level, codes in levels.items()}}
+        for a, b in combinations(range(len(annotators)), 2)
+    ]  # fmt: skip
     # Macro κ over one code set for every pair: the codes whose κ is defined for every pair that shares runs.
     for level in LEVELS:
         rows = [p["levels"][level] for p in pairs if p["levels"][level]["n_shared_items"]]
@@ -259,22 +399,24 @@ def agreement_report(taxonomy: Taxonomy, codings: Sequence[Coding], *, raters: i
         for row in (p["levels"][level] for p in pairs):
             row["macro"]["kappa"] = _mean(row["per_code_kappa"][c] for c in common) if row["n_shared_items"] else None
             row["macro"]["n_codes"] = len(common)
-    # Fleiss' κ needs the same number of ratings per unit: the runs with all k codings in; α takes every
+    # Fleiss' κ needs the same number of ratings per unit: the runs with exactly k codings; α takes every
     # run coded at least twice.
-    k = raters if raters is not None else max((len(coders) for coders in index.values()), default=0)
-    complete = [coders for coders in index.values() if len(coders) == k] if k >= 2 else []
-    multiple = [coders for coders in index.values() if len(coders) >= 2]
+    per_item = next(iter(levels.values())).coded.sum(axis=1) if index else np.zeros(0, dtype=int)
+    k = raters if raters is not None else int(per_item.max(initial=0))
+    complete, multiple = per_item == k if k >= 2 else np.zeros_like(per_item, dtype=bool), per_item >= 2
     overall = {}
-    for level in LEVELS:
+    for level, codes in levels.items():
         rows = [p["levels"][level] for p in pairs]
         defined = [r for r in rows if r["pooled"]["kappa"] is not None]
         weight = sum(r["n_shared_items"] for r in defined)
-        universe = taxonomy.universe(level)
-
-        def binary(items, level=level, universe=universe):
-            lifted = [[taxonomy.lift(v, level) for v in coders.values()] for coders in items]
-            return [tuple(int(code in s) for s in sets) for sets in lifted for code in universe]
-
+        ones = codes.x[multiple].sum(axis=1)  # runs coded ≥ 2 times × codes: the codings that have the code
+        m = np.broadcast_to(per_item[multiple][:, None], ones.shape)
+        which = np.nonzero(codes.coded[multiple])
+        values = codes.x[multiple][which]  # every pairable coding's set, unit by unit
+        units, start = [], 0
+        for size in per_item[multiple]:
+            units.append(list(range(start, start + size)))
+            start += size
         overall[level] = {
             "mean_pairwise_pooled_kappa": _mean(r["pooled"]["kappa"] for r in defined),
             "item_weighted_mean_pairwise_pooled_kappa": (
@@ -283,16 +425,14 @@ def agreement_report(taxonomy: Taxonomy, codings: Sequence[Coding], *, raters: i
             "mean_pairwise_macro_kappa": _mean(r["macro"]["kappa"] for r in rows if r["n_shared_items"]),
             "macro_n_codes": rows[0]["macro"]["n_codes"] if rows else 0,
             "n_pairs_defined": len(defined),
-            "fleiss_kappa_pooled": fleiss_kappa_binary(binary(complete)),
+            "fleiss_kappa_pooled": _fleiss(codes.x[complete].sum(axis=1), k) if complete.any() else None,
             "fleiss_raters_per_run": k if k >= 2 else None,
             "fleiss_raters_from": "design" if raters is not None else "data",
-            "fleiss_n_runs": len(complete),
-            "fleiss_runs_fewer": sum(1 for coders in index.values() if 0 < len(coders) < k),
-            "fleiss_runs_more": sum(1 for coders in index.values() if len(coders) > k),
-            "alpha_nominal_pooled_binary": alpha_nominal_binary(binary(multiple)),
-            "alpha_masi_all_annotators": alpha_masi(
-                [[taxonomy.lift(v, level) for v in coders.values()] for coders in index.values()]
-            ),
+            "fleiss_n_runs": int(complete.sum()),
+            "fleiss_runs_fewer": int(((per_item > 0) & (per_item < k)).sum()),
+            "fleiss_runs_more": int((per_item > k).sum()),
+            "alpha_nominal_pooled_binary": _alpha_nominal(ones, m),
+            "alpha_masi_all_annotators": _alpha_masi_arrays(values, units),
         }
     return {"pairs": pairs, "overall": overall}
 
@@ -350,9 +490,12 @@ def headline_bootstrap(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict:
-    """Percentile bootstrap over items of the mean pairwise pooled κ (the headline). Each
-    resample draws the items with replacement; its 2×2 tables are the multiplicity-weighted sum
-    of the items' tables, so a resample costs one small matrix product."""
+    """Percentile bootstrap over items of the mean pairwise pooled κ (the headline). A resample draws n
+    items with replacement; the statistic depends only on how often each *kind* of item was drawn — items
+    with the same 2×2 table for every annotator pair are interchangeable — so a resample is one draw of
+    Multinomial(n, the kinds' shares): the same distribution as drawing the items one by one, at a cost
+    in the number of kinds (hundreds) rather than of items (thousands). Kinds in the order of
+    numpy.unique over the tables; resamples drawn 1,000 at a time from default_rng(seed)."""
     import numpy as np
 
     items, pair_list, tables, present = _item_tables(taxonomy, codings, level)
@@ -361,15 +504,13 @@ def headline_bootstrap(
     low = high = low_mcse = high_mcse = None
     if n and n_resamples:
         rng = np.random.default_rng(seed)
-        flat = tables.reshape(n, -1)
+        kinds, sizes = np.unique(np.concatenate([tables.reshape(n, -1), present], axis=1), axis=0, return_counts=True)
+        cells = len(pair_list) * 4
         estimates = []
-        for start in range(0, n_resamples, 250):
-            count = min(250, n_resamples - start)
-            draws = rng.integers(0, n, size=(count, n))
-            weights = np.zeros((count, n), dtype=np.int64)
-            np.add.at(weights, (np.repeat(np.arange(count), n), draws.ravel()), 1)
-            totals = (weights @ flat).reshape(count, len(pair_list), 4)
-            estimates.append(_headlines(totals, weights @ present))
+        for start in range(0, n_resamples, 1000):
+            weights = rng.multinomial(n, sizes / n, size=min(1000, n_resamples - start))
+            totals = (weights @ kinds[:, :cells]).reshape(len(weights), len(pair_list), 4)
+            estimates.append(_headlines(totals, weights @ kinds[:, cells:]))
         drawn = np.concatenate(estimates)
         low, high = _percentile_limits(drawn, confidence)
         # Monte Carlo error of the limits: the same limits from ten consecutive batches of the resamples,

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, Func, JSONField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from taxonomy.models import Code, Codebook
@@ -159,6 +159,23 @@ def submits(study: Study, period: Period | None = None):
     return entries
 
 
+class LabelCodes(Func):
+    """The mode key of each label of a coding snapshot (an audit entry's `after`), as a JSON list, taken
+    out by the database: the same list as [label["code"] for label in after["labels"]]."""
+
+    output_field = JSONField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="jsonb_path_query_array(%(expressions)s, '$.labels[*].code')")
+
+    def as_sqlite(self, compiler, connection, **extra):
+        template = (
+            "(SELECT json_group_array(json_extract(label.value, '$.code')) "
+            "FROM json_each(%(expressions)s, '$.labels') AS label)"
+        )
+        return self.as_sql(compiler, connection, template=template)
+
+
 def independent_codings(
     *, study: Study, period: Period | None = None
 ) -> tuple[Taxonomy, list[Coding], dict[str, list[datetime]]]:
@@ -174,16 +191,22 @@ def independent_codings(
         if code.level == "mode":
             sub = codes[code.parent_id]
             modes[code.key] = (sub.key, codes[sub.parent_id].key)
-    # plain values (no model instances: this reads every coding of the study)
-    entries = submits(study, period).values_list(
-        "annotation_id", "annotation__assignment__run_id", "annotation__assignment__annotator__username", "after", "at"
-    )
+    # plain values (no model instances: this reads every coding of the study), and of each snapshot only
+    # its labels' mode keys, taken out by the database (the snapshots' texts are most of their bytes)
+    entries = (
+        submits(study, period)
+        .annotate(codes=LabelCodes("after"))
+        .values_list(
+            "annotation_id", "annotation__assignment__run_id", "annotation__assignment__annotator__username", "codes",
+            "at",
+        )
+    )  # fmt: skip
     first: dict[int, Coding] = {}
     submitted_at: dict[str, list[datetime]] = defaultdict(list)
-    for annotation_id, run_id, username, after, at in entries:
+    for annotation_id, run_id, username, codes, at in entries:
         if annotation_id not in first:
             submitted_at[str(run_id)].append(at)  # when each independent coding of the run came in
-            counts = Counter(label["code"] for label in (after or {}).get("labels", []))  # a row per episode
+            counts = Counter(codes or ())  # a label per episode
             first[annotation_id] = Coding(item=str(run_id), annotator=username, codes=frozenset(counts),
                                           counts=tuple(sorted(counts.items())))  # fmt: skip
     if study.kappa_universe == "observed":
@@ -216,30 +239,29 @@ def pair_outcomes(*, study: Study, run_ids: list[int] | None = None) -> list[Pai
     """The study's concurrent runs (or those of `run_ids`) with their sequential twins' outcomes."""
     runs = study.runs.all() if run_ids is None else study.runs.filter(pk__in=run_ids)
     outcomes = ("pk", "task_id", "agent_id", "task_pass", "test_pass", "duration_s", "tokens")
-    concurrent = runs.select_related("agent", "task__benchmark").only(
-        *outcomes, "agent__name", "task__external_id", "task__benchmark__name"
-    )
-    twin_of = {(r.task_id, r.agent_id): r for r in twins(runs=runs).only(*outcomes)}
+    # plain values, not model instances: this reads every run of the study and its twin
+    concurrent = runs.values_list(*outcomes, "agent__name", "task__external_id", "task__benchmark__name")
+    twin_of = {(row[1], row[2]): row for row in twins(runs=runs).values_list(*outcomes)}
     out = []
-    for run in concurrent:
-        twin = twin_of.get((run.task_id, run.agent_id))
+    for pk, task_id, agent_id, task_pass, test_pass, duration, tokens, agent, task, benchmark in concurrent:
+        twin = twin_of.get((task_id, agent_id))
         if twin is None:
             continue
         out.append(
             PairOutcome(
-                agent=run.agent.name,
-                benchmark=run.task.benchmark.name,
-                task=run.task.external_id,
-                concurrent_pass=run.task_pass,
-                sequential_pass=twin.task_pass,
-                concurrent_test_pass=run.test_pass,
-                sequential_test_pass=twin.test_pass,
-                concurrent_duration=run.duration_s,
-                sequential_duration=twin.duration_s,
-                concurrent_tokens=run.tokens,
-                sequential_tokens=twin.tokens,
-                concurrent_run_id=run.pk,
-                sequential_run_id=twin.pk,
+                agent=agent,
+                benchmark=benchmark,
+                task=task,
+                concurrent_pass=task_pass,
+                sequential_pass=twin[3],
+                concurrent_test_pass=test_pass,
+                sequential_test_pass=twin[4],
+                concurrent_duration=duration,
+                sequential_duration=twin[5],
+                concurrent_tokens=tokens,
+                sequential_tokens=twin[6],
+                concurrent_run_id=pk,
+                sequential_run_id=twin[0],
             )
         )
     return out

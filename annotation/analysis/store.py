@@ -119,6 +119,27 @@ def stored_analysis(study: Study, *, read: tuple[str, ...] = ("payload",)) -> St
     return Stored(statistics=qs.first(), version=version, queued=queued_at is not None)
 
 
+class NotComputed(Exception):
+    """The study's analysis has not been computed yet (or was stored before this section existed)."""
+
+
+def stored_section(study: Study, name: str):
+    """One section of the study's analysis as the worker stored it, and the `Stored` it came from (its
+    version, whether it is current) — never computed in the request: pages and exports answer at once
+    however large the study, and say whether the figures are current. A refresh is asked for when they
+    are not (a no-op when one is waiting). NotComputed when there is nothing stored to give."""
+    stored = stored_analysis(study, read=("payload", "helped") if name == "helped" else ("payload",))
+    document = stored.document
+    if document is None or name in document.missing:
+        analysis_request(study_id=study.pk)
+        raise NotComputed(
+            f"the statistics of {study} are not computed yet: the worker has been asked; try again in a moment"
+        )
+    if not stored.current:
+        analysis_request(study_id=study.pk)
+    return getattr(document, name), stored
+
+
 # What each section of the document is computed from (inputs.read_inputs's parts).
 SECTION_PARTS = {
     "agreement": ("agreement",),
@@ -132,9 +153,9 @@ SECTION_PARTS = {
 
 
 def analysis_section(study: Study, name: str):
-    """One section of the study's analysis, as its exports and the command line give it: the stored
-    document's when it is current; else computed now from the inputs that section needs (the headline
-    κ without its bootstrap: the CI is the worker's). The one place that decides between the two."""
+    """One section of the study's analysis as the command line gives it: the stored document's when it
+    is current; else computed now from the inputs that section needs (the headline κ without its
+    bootstrap: the CI is the worker's). Requests never compute: they read `stored_section`."""
     stored = stored_analysis(study, read=("payload", "helped") if name == "helped" else ("payload",))
     document = stored.document if stored.current else None
     if document is not None and name not in document.missing:

@@ -5,26 +5,31 @@ Contents (docs/annotation.md lists the columns): the independent codings (each a
 submission, what agreement is computed on) and the current, possibly revised ones, marked; the final
 labels with provenance; a run × mode matrix; the pairs with both runs' outcomes; the codebook as a
 data dictionary; study.json (seed, codebook version, app version, every parameter); dashboard.json
-(the numbers Parallax shows); datapackage.json (a Frictionless descriptor of every table); each table
-as CSV and as Parquet."""
+(the numbers Parallax shows, as the worker stored them); datapackage.json (a Frictionless descriptor of
+every table); each table as CSV and as Parquet. Written a table at a time to a file (write_bundle): the
+worker builds it (services/bundles.py) and the page offers it when ready."""
 
 from __future__ import annotations
 
 import io
 import json
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 
+from trajectories.exports import csv_lines
+
 from ..analysis.agreement import LEVELS
-from ..analysis.compute import BOOTSTRAP_RESAMPLES, compute
+from ..analysis.compute import BOOTSTRAP_RESAMPLES
 from ..analysis.document import StudyAnalysis
-from ..analysis.inputs import pair_metrics, pair_outcomes, read_inputs
+from ..analysis.inputs import pair_metrics, pair_outcomes
 from ..analysis.reports import PROCESS_METRICS
-from ..analysis.store import stored_analysis
-from ..models import LABEL_FIELDS, AuditEntry, FinalCoding, Study
+from ..analysis.store import NotComputed, stored_analysis
+from ..models import LABEL_FIELDS, AuditEntry, FinalCoding, Study, StudyBundle
 from ..study_settings import CODE_UNIVERSES
 from .exports import LABEL_COLUMNS, RQ1_METHODS, label_rows
 from .progress import first_submissions
@@ -309,53 +314,70 @@ def parameters(study: Study) -> dict:
     }
 
 
-def analysis_document(study: Study) -> tuple[StudyAnalysis, dict]:
-    """The study's analysis as the dashboard shows it — the stored document when it is current (carried
-    as it was stored), else computed now from the study's rows — and where it came from."""
+def stored_document(study: Study) -> tuple[StudyAnalysis, dict]:
+    """The study's analysis as the dashboard shows it — the document the worker stored, carried as it
+    was stored — and where it came from (its version, when it was computed, whether it is current).
+    Callers make it current first (the worker and the command do: analysis_refresh)."""
     stored = stored_analysis(study, read=("payload", "helped"))
-    if stored.current and not stored.document.missing:
-        statistics = stored.statistics
-        return stored.document, {"stored": True, "version": statistics.version,
-                                 "computed_at": statistics.computed_at.isoformat()}  # fmt: skip
-    return compute(read_inputs(study)), {"stored": False, "version": stored.version,
-                                         "computed_at": datetime.now(UTC).isoformat()}  # fmt: skip
+    if stored.document is None:
+        raise NotComputed(f"the statistics of {study} are not computed yet")
+    statistics = stored.statistics
+    return stored.document, {"stored": True, "version": statistics.version, "current": stored.current,
+                             "computed_at": statistics.computed_at.isoformat()}  # fmt: skip
 
 
-def study_bundle(study: Study) -> bytes:
-    """The bundle as zip bytes (a study's tables are small: thousands of rows)."""
-    tables = {
-        "independent_codings": list(independent_rows(study)),
-        "current_codings": list(current_rows(study)),
-        "final_labels": list(final_rows(study)),
-        "pairs": list(pair_rows(study)),
-        "run_metrics": list(run_metric_rows(study)),
-        "codebook": list(codebook_rows(study)),
-    }
+TABLE_BUILDERS = {
+    "independent_codings": independent_rows,
+    "current_codings": current_rows,
+    "final_labels": final_rows,
+    "pairs": pair_rows,
+    "run_metrics": run_metric_rows,
+    "codebook": codebook_rows,
+}
+BUNDLE_STEPS = len(TABLE_BUILDERS) + 2  # each table, the run × mode matrix, the JSON files
+
+
+def write_bundle(study: Study, out: BinaryIO, *, progress: Callable[[int, int], None] | None = None) -> int:
+    """Write the study's bundle as a zip to `out`, a table at a time (each as CSV and Parquet), with the
+    stored analysis as dashboard.json; `progress(done, total)` after each step. Returns the statistics
+    version it carries. The analysis must be stored (stored_document)."""
+    document, origin = stored_document(study)
     schemas = {name: columns for name, (columns, _) in TABLES.items()}
-    schemas["run_code_matrix"], tables["run_code_matrix"] = matrix(study, tables["final_labels"])
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
-        for name, rows in tables.items():
+    done = 0
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
+
+        def table(name: str, rows: list[dict]) -> None:
+            nonlocal done
             columns = [column for column, _ in schemas[name]]
-            bundle.writestr(f"{name}.csv", _csv(rows, columns))
+            with bundle.open(f"{name}.csv", "w") as text:
+                for line in csv_lines(rows, tuple(columns)):
+                    text.write(line.encode("utf-8"))
             bundle.writestr(f"{name}.parquet", _parquet(rows, schemas[name]))
-        document, origin = analysis_document(study)
+            done += 1
+            if progress:
+                progress(done, BUNDLE_STEPS)
+
+        finals: list[dict] = []
+        for name, build in TABLE_BUILDERS.items():
+            rows = list(build(study))
+            if name == "final_labels":
+                finals = rows
+            table(name, rows)
+        schemas["run_code_matrix"], rows = matrix(study, finals)
+        table("run_code_matrix", rows)
         bundle.writestr("study.json", json.dumps({**parameters(study), "analysis": origin}, indent=2))
         bundle.writestr("dashboard.json", json.dumps(document.numbers(), indent=2, default=str))
         bundle.writestr("datapackage.json", json.dumps(_datapackage(study, schemas), indent=2))
-    return buffer.getvalue()
+        done += 1
+        if progress:
+            progress(done, BUNDLE_STEPS)
+    return origin["version"]
 
 
 def _text(value) -> str:
     if isinstance(value, list):
         return "; ".join(str(v) for v in value)
     return "" if value is None else str(value)
-
-
-def _csv(rows: list[dict], columns: list[str]) -> str:
-    from trajectories.exports import csv_lines
-
-    return "".join(csv_lines(rows, tuple(columns)))
 
 
 def _parquet(rows: list[dict], schema: tuple[tuple[str, str], ...]) -> bytes:
@@ -393,3 +415,30 @@ def _datapackage(study: Study, schemas: dict) -> dict:
         "title": f"Parallax study {study.name}",
         "resources": resources,
     }
+
+
+def bundle_state(study: Study, *, study_version: int | None = None) -> dict:
+    """What the page says of the study's bundles: the newest asked for (`latest`, any state), the newest
+    ready to download (`ready`), and the study's statistics version now (a ready bundle built from an
+    older one is said not to be current; given by a caller that has read it). One or two queries."""
+    bundles = list(StudyBundle.objects.filter(study=study)[:KEEP_SHOWN])
+    ready = next((b for b in bundles if bundle_file(b) is not None), None)
+    version = study_version
+    if version is None:
+        version = Study.objects.filter(pk=study.pk).values_list("statistics_version", flat=True).first()
+    return {"latest": bundles[0] if bundles else None, "ready": ready, "study_version": version}
+
+
+KEEP_SHOWN = 5
+
+
+def bundle_directory(study_id: int) -> Path:
+    return Path(settings.MEDIA_ROOT) / "bundles" / f"study-{study_id}"
+
+
+def bundle_file(bundle: StudyBundle) -> Path | None:
+    """The finished bundle's zip on disk, or None (not finished, pruned, or its file gone)."""
+    if bundle.status != StudyBundle.Status.DONE or not bundle.path:
+        return None
+    path = Path(settings.MEDIA_ROOT) / bundle.path
+    return path if path.is_file() else None

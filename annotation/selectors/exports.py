@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from trajectories.exports import METRICS_COLUMNS, by_pk, metrics_rows
 from trajectories.models import Run
@@ -13,7 +14,7 @@ from trajectories.selectors import twins
 from ..analysis.inputs import pair_outcomes
 from ..analysis.signatures import COLUMNS as SIGNATURE_COLUMNS
 from ..analysis.signatures import evaluation_rows
-from ..analysis.store import analysis_section, stored_analysis
+from ..analysis.store import Stored, stored_section
 from ..models import LABEL_FIELDS, AdvantageTag, Annotation, FinalCoding, Label, Study
 
 LABEL_COLUMNS = (
@@ -251,8 +252,7 @@ def _final_batch(study: Study, runs: list[int]) -> Iterator[dict]:
             }
 
 
-def table3_rows(study: Study) -> tuple[tuple[str, ...], Iterator[dict]]:
-    table = analysis_section(study, "table3")
+def table3_rows(study: Study, table: dict) -> tuple[tuple[str, ...], Iterator[dict]]:
     agents = sorted(set(study.runs.values_list("agent__name", flat=True)))  # the table's share_by_agent keys
     columns = (*TABLE3_COLUMNS, *(f"share_{agent}" for agent in agents))
 
@@ -271,8 +271,7 @@ def _universe(report: dict, study: Study) -> str:
     return report.get("code_universe", {}).get("kind", study.kappa_universe)
 
 
-def agreement_rows(study: Study) -> Iterator[dict]:
-    report = analysis_section(study, "agreement")
+def agreement_rows(study: Study, report: dict) -> Iterator[dict]:
     universe = _universe(report, study)
     for pair in report["pairs"]:
         a, b = pair["annotators"]
@@ -292,8 +291,7 @@ def agreement_rows(study: Study) -> Iterator[dict]:
             }
 
 
-def per_code_rows(study: Study) -> Iterator[dict]:
-    report = analysis_section(study, "agreement")
+def per_code_rows(study: Study, report: dict) -> Iterator[dict]:
     universe = _universe(report, study)
     for pair in report["pairs"]:
         a, b = pair["annotators"]
@@ -310,9 +308,9 @@ def per_code_rows(study: Study) -> Iterator[dict]:
                 }
 
 
-def kappa_by_version_rows(study: Study) -> Iterator[dict]:
+def kappa_by_version_rows(study: Study, by_version: list[dict]) -> Iterator[dict]:
     """The headline κ per codebook version the study pinned (its codings against each)."""
-    for row in analysis_section(study, "by_version"):
+    for row in by_version:
         yield {column: row[column] for column in KAPPA_BY_VERSION_COLUMNS}
 
 
@@ -326,9 +324,8 @@ def outcome_rows(study: Study) -> Iterator[dict]:
         yield from metrics_rows(batch.order_by("pk"))
 
 
-def rq1_rows(study: Study) -> Iterator[dict]:
+def rq1_rows(study: Study, rq1: dict) -> Iterator[dict]:
     """RQ1's two tables: a row per agent, then a row per agent × benchmark (Holm within each)."""
-    rq1 = analysis_section(study, "rq1")
     for agent, row in rq1["agents"].items():
         yield {**_rq1_cells(row), "table": "agent", "agent": agent, "methods": RQ1_METHODS}
     for row in rq1["cells"]:
@@ -350,70 +347,118 @@ def _rq1_cells(row: dict) -> dict:
     return out
 
 
-def rq2_rows(study: Study) -> Iterator[dict]:
-    for row in analysis_section(study, "rq2"):
+def rq2_rows(study: Study, rq2: list[dict]) -> Iterator[dict]:
+    for row in rq2:
         out = {k: row[k] for k in ("agent", "benchmark", "difficulty", "metric")}
         for mode in ("concurrent", "sequential"):
             out.update({f"{mode}_{name}": row[mode][name] for name in ("n", "median", "q1", "q3")})
         yield {**out, "quantile_method": "linear interpolation (Hyndman-Fan type 7, numpy default)"}
 
 
-def rq4_rows(study: Study) -> Iterator[dict]:
-    """The RQ4 candidates under the study's rules, with their tags and, in every row, the rules used."""
-    stored = stored_analysis(study)
+def rq4_rows(study: Study, helped: list[list], stored: Stored) -> Iterator[dict]:
+    """The RQ4 candidates the worker found under the study's rules, with their tags and, in every row,
+    the rules used; streamed a batch of pairs at a time (their outcomes and tags read per batch)."""
     rules, tags = study.rq4()
-    document = stored.document if stored.current else None
+    document = stored.document
     used = document.settings.rq4_rules if document is not None and document.settings.rq4_rules else rules.as_dict()
-    helped = analysis_section(study, "helped")
-    reasons = {concurrent: why for concurrent, _, why in helped}
+    rules_text = json.dumps(used, sort_keys=True)
     labels = dict(tags)
-    tagged = {t.run_id: t for t in AdvantageTag.objects.filter(study=study)}
-    pairs = pair_outcomes(study=study, run_ids=list(reasons))
-    for pair in sorted(pairs, key=lambda p: p.concurrent_run_id):
-        tag = tagged.get(pair.concurrent_run_id)
-        yield {
-            "concurrent_run_id": pair.concurrent_run_id,
-            "sequential_run_id": pair.sequential_run_id,
-            "benchmark": pair.benchmark,
-            "task_id": pair.task,
-            "agent": pair.agent,
-            "reasons": "; ".join(reasons[pair.concurrent_run_id]),
-            "mechanism": tag.mechanism if tag else "",
-            "mechanism_label": labels.get(tag.mechanism, "") if tag else "",
-            "note": tag.note if tag else "",
-            "rules": json.dumps(used, sort_keys=True),
-        }
+    reasons = {concurrent: why for concurrent, _, why in helped}
+    ordered = sorted(reasons)
+    for start in range(0, len(ordered), RQ4_BATCH):
+        batch = ordered[start : start + RQ4_BATCH]
+        tagged = {t.run_id: t for t in AdvantageTag.objects.filter(study=study, run_id__in=batch)}
+        for pair in sorted(pair_outcomes(study=study, run_ids=batch), key=lambda p: p.concurrent_run_id):
+            tag = tagged.get(pair.concurrent_run_id)
+            yield {
+                "concurrent_run_id": pair.concurrent_run_id,
+                "sequential_run_id": pair.sequential_run_id,
+                "benchmark": pair.benchmark,
+                "task_id": pair.task,
+                "agent": pair.agent,
+                "reasons": "; ".join(reasons[pair.concurrent_run_id]),
+                "mechanism": tag.mechanism if tag else "",
+                "mechanism_label": labels.get(tag.mechanism, "") if tag else "",
+                "note": tag.note if tag else "",
+                "rules": rules_text,
+            }
 
 
-def signature_rows(study: Study) -> Iterator[dict]:
+RQ4_BATCH = 500
+
+
+def signature_rows(study: Study, evaluation: dict) -> Iterator[dict]:
     """The failure signatures against the final labels: detector × mode, detector and mode rows."""
-    yield from evaluation_rows(analysis_section(study, "signatures"))
+    yield from evaluation_rows(evaluation)
 
 
-def export(study: Study, kind: str) -> tuple[tuple[str, ...], Iterator[dict]]:
+@dataclass(frozen=True)
+class Export:
+    """An export's columns and its rows (a generator: streamed), and for a statistics export the stored
+    analysis it reads (its version, whether it is current)."""
+
+    columns: tuple[str, ...]
+    rows: Iterator[dict]
+    statistics: Stored | None = None
+
+
+def statistics_headers(stored: Stored) -> dict[str, str]:
+    """What a statistics export says of the figures it streams: their version, when they were computed,
+    and whether they are current (the study has not changed since)."""
+    statistics = stored.statistics
+    return {
+        "X-Parallax-Statistics-Version": str(statistics.version),
+        "X-Parallax-Statistics-Computed-At": statistics.computed_at.isoformat(),
+        "X-Parallax-Statistics-Current": "true" if stored.current else "false",
+        "X-Parallax-Study-Version": str(stored.version),
+    }
+
+
+def statistics_file_suffix(stored: Stored) -> str:
+    """The file name's part that says which figures it holds: `-v17`, `-v17-not-current`."""
+    return f"-v{stored.statistics.version}" + ("" if stored.current else "-not-current")
+
+
+# The statistics exports: each reads one section of the stored analysis (never computes in the request).
+STATISTICS_EXPORTS = {
+    "table3": "table3",
+    "agreement": "agreement",
+    "per-code-kappa": "agreement",
+    "kappa-by-version": "by_version",
+    "rq1": "rq1",
+    "rq2": "rq2",
+    "rq4": "helped",
+    "signatures": "signatures",
+}
+
+
+def export(study: Study, kind: str) -> Export:
+    """The rows of one export. A statistics export reads the stored analysis, current or not
+    (analysis.store.NotComputed when there is none yet); the others stream the study's rows."""
     if kind == "labels":
-        return LABEL_COLUMNS, label_rows(study)
+        return Export(LABEL_COLUMNS, label_rows(study))
     if kind == "finals":
-        return FINAL_COLUMNS, final_rows(study)
-    if kind == "table3":
-        return table3_rows(study)
-    if kind == "agreement":
-        return AGREEMENT_COLUMNS, agreement_rows(study)
-    if kind == "per-code-kappa":
-        return PER_CODE_COLUMNS, per_code_rows(study)
+        return Export(FINAL_COLUMNS, final_rows(study))
     if kind == "outcomes":
-        return METRICS_COLUMNS, outcome_rows(study)
-    if kind == "kappa-by-version":
-        return KAPPA_BY_VERSION_COLUMNS, kappa_by_version_rows(study)
-    if kind == "rq1":
-        return RQ1_COLUMNS, rq1_rows(study)
-    if kind == "rq2":
-        return RQ2_COLUMNS, rq2_rows(study)
+        return Export(METRICS_COLUMNS, outcome_rows(study))
+    if kind not in STATISTICS_EXPORTS:
+        raise KeyError(kind)
+    section, stored = stored_section(study, STATISTICS_EXPORTS[kind])
+    if kind == "table3":
+        columns, rows = table3_rows(study, section)
+        return Export(columns, rows, stored)
+    builders = {
+        "agreement": (AGREEMENT_COLUMNS, agreement_rows),
+        "per-code-kappa": (PER_CODE_COLUMNS, per_code_rows),
+        "kappa-by-version": (KAPPA_BY_VERSION_COLUMNS, kappa_by_version_rows),
+        "rq1": (RQ1_COLUMNS, rq1_rows),
+        "rq2": (RQ2_COLUMNS, rq2_rows),
+        "signatures": (SIGNATURE_COLUMNS, signature_rows),
+    }
     if kind == "rq4":
-        return RQ4_COLUMNS, rq4_rows(study)
-    if kind == "signatures":
-        return SIGNATURE_COLUMNS, signature_rows(study)
-    raise KeyError(kind)
+        return Export(RQ4_COLUMNS, rq4_rows(study, section, stored), stored)
+    columns, build = builders[kind]
+    return Export(columns, build(study, section), stored)
 
 
 EXPORT_KINDS = (

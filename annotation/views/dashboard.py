@@ -20,12 +20,12 @@ from ..access import lead_study
 from ..analysis.document import StudyAnalysis
 from ..analysis.inputs import pair_outcomes
 from ..analysis.reports import concurrency_helped
-from ..analysis.store import analysis_request, stored_analysis
+from ..analysis.store import NotComputed, analysis_request, stored_analysis
 from ..forms import AnalysisSettingsForm
 from ..models import AdvantageTag, PublishedRecord, Study
 from ..published_files import KIND_FILES
 from ..selectors import bundle, history, progress
-from ..selectors.exports import EXPORT_KINDS, export
+from ..selectors.exports import EXPORT_KINDS, export, statistics_file_suffix, statistics_headers
 from ..selectors.published import published_records_shown
 from ..services.analysis import study_analysis_update
 from ..services.review import advantage_tag
@@ -59,6 +59,7 @@ def study_dashboard(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
         "stored": stored,
         "stats": document,
         "export_kinds": EXPORT_KINDS,
+        "bundles": bundle.bundle_state(study, study_version=stored.version),
         **(_statistics_context(document) if document else {}),
     }
     return render(request, "annotation/dashboard.html", context)
@@ -230,21 +231,19 @@ def published_file(request: HtmxHttpRequest, study_id: int, run_id: int, record_
 
 
 @require_GET
-def study_bundle(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
-    """The reproducibility bundle: every table behind the dashboard, as CSV and Parquet, with the
-    study's parameters and the dashboard's own numbers (annotation/selectors/bundle.py)."""
-    study = lead_study(request.user, study_id)
-    response = HttpResponse(bundle.study_bundle(study), content_type="application/zip")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-bundle.zip"'
-    return response
-
-
-@require_GET
 def study_export(request: HtmxHttpRequest, study_id: int, kind: str) -> StreamingHttpResponse:
     study = lead_study(request.user, study_id)
     if kind not in EXPORT_KINDS:
         raise Http404(f"No export named {kind!r}.")
-    columns, rows = export(study, kind)
-    response = StreamingHttpResponse(csv_lines(rows, columns), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{kind}.csv"'
+    try:
+        exported = export(study, kind)
+    except NotComputed as exc:
+        return HttpResponse(f"Not available yet: {exc}.", status=409, content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(csv_lines(exported.rows, exported.columns), content_type="text/csv; charset=utf-8")
+    name = f"study-{study.pk}-{kind}"
+    if exported.statistics is not None:
+        for header, value in statistics_headers(exported.statistics).items():
+            response[header] = value
+        name += statistics_file_suffix(exported.statistics)
+    response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
     return response

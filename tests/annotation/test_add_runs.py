@@ -11,23 +11,10 @@ from django.core.management import CommandError, call_command
 from annotation.errors import AnnotationError
 from annotation.models import Assignment
 from annotation.services.studies import study_add_runs
-from tests.conftest import simple_run, write_jsonl
+from tests.factories import more_pairs
 from trajectories.models import Run
-from trajectories.services import import_paths
 
 pytestmark = pytest.mark.django_db
-
-
-def _more_pairs(tmp_path, n: int) -> list[int]:
-    for i in range(n):
-        for mode in ("concurrent", "sequential"):
-            write_jsonl(tmp_path / "more" / f"{i}-{mode}.jsonl", simple_run(f"late-{i:02d}", mode, "Codex"))
-    import_paths(paths=[tmp_path / "more"])
-    return list(
-        Run.objects.filter(task__external_id__startswith="late-", mode="concurrent")
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
 
 
 def _pairs(study) -> Counter:
@@ -38,7 +25,7 @@ def _pairs(study) -> Counter:
 
 
 def test_runs_added_one_at_a_time_stay_balanced_per_pair(study, tmp_path, trio):
-    for run_id in _more_pairs(tmp_path, 30):
+    for run_id in more_pairs(tmp_path, 30):
         assert study_add_runs(study=study, run_ids=[run_id]) == 1
     counts = _pairs(study)
     assert sum(counts.values()) == 36 and max(counts.values()) - min(counts.values()) <= 1
@@ -52,7 +39,7 @@ def test_runs_added_one_at_a_time_stay_balanced_per_pair(study, tmp_path, trio):
 
 
 def test_a_run_that_cannot_join_is_refused_by_name_and_nothing_is_added(study, tmp_path):
-    new = _more_pairs(tmp_path, 2)
+    new = more_pairs(tmp_path, 2)
     inside = study.runs.first().pk
     twin = Run.objects.get(task__external_id="late-00", mode="sequential").pk
     before = study.runs.count()
@@ -65,7 +52,7 @@ def test_a_run_that_cannot_join_is_refused_by_name_and_nothing_is_added(study, t
 
 
 def test_the_command_adds_every_new_pair_or_says_why_not(study, tmp_path):
-    _more_pairs(tmp_path, 3)
+    more_pairs(tmp_path, 3)
     call_command("add_runs", study.name, "--new")
     assert study.runs.count() == 9 and Assignment.objects.filter(study=study).count() == 18
     with pytest.raises(CommandError, match="no runs to add"):

@@ -8,13 +8,15 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotation.errors import AnnotationError
 from annotation.models import Annotation, Assignment, Discussion, FinalCoding, FinalLabel
 from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import LabelInput, annotation_revise, annotation_save, annotation_submit
-from tests.conftest import cite, client_for, mode_code
+from tests.factories import cite, client_for, mode_code
 from trajectories.selectors import run_twin
 
 pytestmark = pytest.mark.django_db
@@ -157,23 +159,29 @@ def test_the_proposed_modes_come_first_with_who_proposed_them_and_their_evidence
         assert body.count(f'name="{name}-') == 32  # every mode can be ruled with every field
 
 
-def test_the_page_keeps_a_fixed_number_of_queries(study, codebook, adjudicator, django_assert_num_queries):
-    """However many episodes, comments and proposals: the same count for a small and a larger case."""
+def queries(client, url: str) -> int:
+    """The queries a GET of `url` runs (a page of status 200)."""
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
+
+
+def test_the_page_keeps_a_fixed_number_of_queries(study, codebook, adjudicator):
+    """However many episodes, comments and proposals: the same count for a small and a larger case, within a
+    budget (tests/test_query_counts.py says how budgets are set)."""
     runs = list(study.runs.order_by("pk")[:2])
     small, _, _ = escalated(study, codebook, run=runs[0])
     large, _, _ = escalated(study, codebook, run=runs[1], lossy_episodes=4, comments=6)
     client = client_for(adjudicator)
     client.get(f"/annotate/adjudication/{small.pk}/")
-    # +1: the run's prediction (none here); +4: the hints rule, hits, anchors, names; +1: the pair's test lists
-    for discussion in (small, large):
-        with django_assert_num_queries(21):
-            assert client.get(f"/annotate/adjudication/{discussion.pk}/").status_code == 200
+    # 21: +1 the run's prediction (none here); +4 the hints rule, hits, anchors, names; +1 the pair's test lists
+    counts = [queries(client, f"/annotate/adjudication/{discussion.pk}/") for discussion in (small, large)]
+    assert counts[0] == counts[1] <= 25, counts
     lossy = mode_code(codebook, "lossy-handoff")
     for discussion in (small, large):  # read-only once final: the final labels, no ruling form
         flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(lossy.pk, "r")])
-    for discussion in (small, large):
-        with django_assert_num_queries(23):
-            assert client.get(f"/annotate/adjudication/{discussion.pk}/").status_code == 200
+    counts = [queries(client, f"/annotate/adjudication/{discussion.pk}/") for discussion in (small, large)]
+    assert counts[0] == counts[1] <= 25, counts  # 23
 
 
 def test_a_refused_ruling_is_422_keeps_what_was_typed_and_names_the_field(study, codebook, adjudicator):
@@ -318,8 +326,8 @@ def test_a_changed_field_of_an_episode_shows_before_and_after(study, codebook, a
     assert "<dt>rationale</dt><dd><del>A-LOSSY-2</del> → <ins>A-LOSSY-2 sharpened</ins></dd>" in changed
 
 
-def test_the_discussion_page_keeps_a_fixed_number_of_queries(study, codebook, adjudicator, django_assert_num_queries):
-    """A final case with its outcome and changes: the same count for a small and a larger one."""
+def test_the_discussion_page_keeps_a_fixed_number_of_queries(study, codebook, adjudicator):
+    """A final case with its outcome and changes: the same count for a small and a larger one, within a budget."""
     runs = list(study.runs.order_by("pk")[:2])
     small, _, _ = escalated(study, codebook, run=runs[0])
     large, a, _ = escalated(study, codebook, run=runs[1], lossy_episodes=4, comments=6)
@@ -328,10 +336,10 @@ def test_the_discussion_page_keeps_a_fixed_number_of_queries(study, codebook, ad
         flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(lossy.pk, "r")])
     client = client_for(a.annotator)
     client.get(f"/annotate/discussions/{large.pk}/")
-    with django_assert_num_queries(16):  # +1: the hints rule (not shown on the coding page yet: no hits read)
-        assert client.get(f"/annotate/discussions/{large.pk}/").status_code == 200
+    # 16: +1 the hints rule (not shown on the coding page yet: no hits read)
+    assert queries(client, f"/annotate/discussions/{large.pk}/") <= 20
     client = client_for(adjudicator)
     client.get(f"/annotate/discussions/{small.pk}/")
-    for discussion in (small, large):  # +4: the hints rule, the hits, their events' anchors, the modes' names
-        with django_assert_num_queries(19):
-            assert client.get(f"/annotate/discussions/{discussion.pk}/").status_code == 200
+    # 19: +4 the hints rule, the hits, their events' anchors, the modes' names
+    counts = [queries(client, f"/annotate/discussions/{discussion.pk}/") for discussion in (small, large)]
+    assert counts[0] == counts[1] <= 25, counts

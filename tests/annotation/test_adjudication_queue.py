@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from annotation.models import Assignment
 from annotation.services.review import discussion_escalate
 from annotation.services.studies import study_create
-from tests.conftest import client_for, submit_disagreement
+from tests.factories import client_for, submit_disagreement
 
 pytestmark = pytest.mark.django_db
 QUEUE = "/annotate/adjudication/"

@@ -1,4 +1,3 @@
-# ruff: noqa: F811 - the coded_study fixture is imported, and each test names it
 """A study's analysis settings on the web: κ's code universe, RQ4's rules and mechanism tags. Only
 its lead may change them; a bad value names its field and stores nothing; a change of what the
 statistics depend on bumps their version, and the worker's figures, the exports and the bundle say
@@ -17,24 +16,12 @@ from django.core.management import call_command
 from activity.models import ActivityEntry
 from annotation.analysis.store import analysis_refresh
 from annotation.models import AdvantageTag, Study, StudyStatistics
-from tests.annotation.test_bundle import reproduce
-from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
-from tests.conftest import client_for
+from tests.factories import ANALYSIS_SETTINGS_FORM as DEFAULTS
+from tests.factories import client_for, reproduce
 from trajectories.models import Run
 
-pytestmark = pytest.mark.django_db
-
-DEFAULTS = {
-    "kappa_universe": "codebook",
-    "higher_test_pass": "on",
-    "test_pass_margin": "0",
-    "solved_only_concurrently": "on",
-    "faster": "on",
-    "faster_min_seconds": "60",
-    "faster_min_fraction": "0.2",
-    "mechanisms": "complementary: complementary work\nalternatives: alternative-solution selection\n"
-    "verification: independent verification\nother: other\nnone: no real advantage (noise)",
-}
+# coded_study is built once for the module (tests/annotation/conftest.py: coded_world)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("coded_world")]
 
 
 def url(study) -> str:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -16,23 +14,16 @@ import pytest
 from django.core.management import call_command
 
 from annotation.analysis.compute import BOOTSTRAP_RESAMPLES
-from annotation.analysis.store import analysis_changed
+from annotation.analysis.store import analysis_changed, stored_analysis
 from annotation.models import Assignment
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import LabelInput, annotation_revise
-from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
-from tests.conftest import client_for, mode_code
+from tests.factories import client_for, mode_code, reproduce
 
 pytestmark = pytest.mark.django_db
-SCRIPT = Path(__file__).resolve().parents[2] / "docs" / "reproduce_study.py"
 
 
-def reproduce(bundle: Path, *args: str) -> subprocess.CompletedProcess:
-    # -I: isolated mode, so the script cannot import Parallax even by accident (no cwd on sys.path)
-    return subprocess.run([sys.executable, "-I", str(SCRIPT), str(bundle), *args], capture_output=True, text=True)
-
-
-def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_path, codebook):  # noqa: F811
+def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_path, codebook):
     study = coded_study
     study.seed = 11
     study.save(update_fields=["seed"])  # the pages allow it only before assignment: here the figures are told
@@ -91,7 +82,7 @@ def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_pat
     assert params["coders_per_run"] == 2 and params["closed_at"] is None
 
 
-def test_the_check_fails_when_the_data_do_not_give_the_dashboards_numbers(coded_study, tmp_path):  # noqa: F811
+def test_the_check_fails_when_the_data_do_not_give_the_dashboards_numbers(coded_study, tmp_path):
     bundle = tmp_path / "bundle"
     call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
     zipfile.ZipFile(tmp_path / "b.zip").extractall(bundle)
@@ -149,7 +140,7 @@ def _shown(change):
         ("dashboard.json", _shown(lambda d: d["table3"].update(instances_not_agreed=3)), "table3 instances_not_agreed"),
     ],
 )  # fmt: skip
-def test_the_check_names_every_figure_that_differs(coded_study, tmp_path, name, change, named):  # noqa: F811
+def test_the_check_names_every_figure_that_differs(coded_study, tmp_path, name, change, named):
     bundle = tmp_path / "bundle"
     call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
     zipfile.ZipFile(tmp_path / "b.zip").extractall(bundle)
@@ -159,16 +150,101 @@ def test_the_check_names_every_figure_that_differs(coded_study, tmp_path, name, 
     assert checked.returncode == 1 and named in checked.stdout, checked.stdout
 
 
-def test_the_bundle_is_for_the_studys_lead_only(coded_study, trio, adjudicator, admin_user):  # noqa: F811
-    url = f"/annotate/studies/{coded_study.pk}/bundle.zip"
-    assert client_for(trio[0]).get(url).status_code == 403
-    response = client_for(adjudicator).get(url)
-    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
-    assert zipfile.ZipFile(io.BytesIO(response.content)).testzip() is None
-    assert client_for(admin_user).get(url).status_code == 200
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
 
 
-def test_names_a_spreadsheet_would_run_still_reproduce(coded_study, tmp_path, trio):  # noqa: F811
+def test_the_worker_builds_the_bundle_and_the_page_offers_it_when_ready(
+    coded_study,
+    trio,
+    adjudicator,
+    admin_user,
+    media,
+    django_capture_on_commit_callbacks,
+):
+    from annotation.models import StudyBundle
+    from annotation.selectors.bundle import BUNDLE_STEPS
+    from tests.factories import HTMX
+
+    base = f"/annotate/studies/{coded_study.pk}"
+    annotator = client_for(trio[0])
+    assert annotator.get(f"{base}/bundle.zip").status_code == 403
+    assert annotator.post(f"{base}/bundle/build/").status_code == 403
+    assert annotator.get(f"{base}/bundle/status/").status_code == 403
+    client = client_for(adjudicator)
+    nothing = client.get(f"{base}/bundle.zip")
+    assert nothing.status_code == 409 and "build one" in nothing.content.decode()
+    assert "Build the bundle</button>" in client.get(f"{base}/").content.decode()
+    with django_capture_on_commit_callbacks(execute=True):  # the worker (eager in tests) once the ask commits
+        card = client.post(f"{base}/bundle/build/", **HTMX)
+    assert card.status_code == 200 and 'id="bundle"' in card.content.decode()
+    built = StudyBundle.objects.get(study=coded_study)
+    assert (built.status, built.steps_done, built.created_by) == ("done", BUNDLE_STEPS, adjudicator)
+    assert built.steps_total == BUNDLE_STEPS
+    status = client.get(f"{base}/bundle/status/").content.decode()
+    assert "Download the bundle (zip," in status and "hx-trigger" not in status
+    download = client.get(f"{base}/bundle.zip")
+    assert download.status_code == 200
+    assert f'filename="study-{coded_study.pk}-bundle-v{built.version}.zip"' in download["Content-Disposition"]
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content)))
+    assert archive.testzip() is None
+    assert json.loads(archive.read("dashboard.json")) == stored_analysis(coded_study).document.numbers()
+    assert json.loads(archive.read("study.json"))["analysis"]["version"] == built.version
+    assert client_for(admin_user).get(f"{base}/bundle.zip").status_code == 200
+    assert not list(media.rglob("*.part"))  # written aside, moved into place whole
+
+
+def test_the_page_follows_a_bundle_being_built_and_one_ask_is_one_build(coded_study, adjudicator, media):
+    from annotation.services.bundles import bundle_build, bundle_request
+
+    first = bundle_request(study=coded_study, actor=adjudicator, queue=False)
+    assert bundle_request(study=coded_study, actor=adjudicator, queue=False) == first  # no second build meanwhile
+    client = client_for(adjudicator)
+    waiting = client.get(f"/annotate/studies/{coded_study.pk}/bundle/status/").content.decode()
+    assert f"Bundle #{first.pk} is waiting for the worker." in waiting and 'hx-trigger="every 1s"' in waiting
+    assert "Build" not in waiting
+    bundle_build(bundle_id=first.pk)
+    assert bundle_build(bundle_id=first.pk).status == "done"  # run twice: left as it is
+    assert bundle_request(study=coded_study, actor=adjudicator, queue=False) != first  # finished: a new one
+
+
+def test_a_failed_bundle_says_why_and_leaves_no_file(coded_study, adjudicator, media, monkeypatch):
+    from annotation.services import bundles
+
+    bundle = bundles.bundle_request(study=coded_study, actor=adjudicator, queue=False)
+
+    def broken(study, out, *, progress=None):
+        out.write(b"half a zip")
+        raise ValueError("disk full")
+
+    monkeypatch.setattr(bundles, "write_bundle", broken)
+    with pytest.raises(ValueError, match="disk full"):
+        bundles.bundle_build(bundle_id=bundle.pk)
+    bundle.refresh_from_db()
+    assert bundle.status == "failed" and bundle.error == "ValueError: disk full" and not list(media.rglob("*.zip*"))
+    card = client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/bundle/status/").content.decode()
+    assert "failed: ValueError: disk full" in card and "Build the bundle</button>" in card
+    assert client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/bundle.zip").status_code == 409
+
+
+def test_only_the_newest_bundles_keep_their_files(coded_study, adjudicator, media):
+    from annotation.services.bundles import KEEP, bundle_build, bundle_request
+
+    built = []
+    for _ in range(KEEP + 1):
+        bundle = bundle_request(study=coded_study, actor=adjudicator, queue=False)
+        built.append(bundle_build(bundle_id=bundle.pk))
+    assert len(list(media.rglob("*.zip"))) == KEEP
+    oldest = built[0]
+    oldest.refresh_from_db()
+    assert oldest.path == "" and oldest.status == "done"
+    response = client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/bundle.zip")
+    assert f"bundle-v{built[-1].version}.zip" in response["Content-Disposition"]
+
+
+def test_names_a_spreadsheet_would_run_still_reproduce(coded_study, tmp_path, trio):
     trio[0].username = "-coder1"  # Django allows it; the CSV writes '-coder1
     trio[0].save()
     analysis_changed(study_id=coded_study.pk)  # the stored figures name the annotators as they were then
@@ -184,9 +260,9 @@ def test_a_three_of_four_study_reproduces_from_its_bundle(study, codebook, adjud
     from accounts.roles import ANNOTATOR
     from annotation.analysis.store import analysis_refresh
     from annotation.services.studies import study_assign, study_create
-    from tests.conftest import _user
+    from tests.factories import new_user
 
-    annotators = [*study.annotators.order_by("username"), _user("coder4", ANNOTATOR)]
+    annotators = [*study.annotators.order_by("username"), new_user("coder4", ANNOTATOR)]
     second = study_create(name="S4", codebook=codebook, annotators=annotators, adjudicator=adjudicator,
                           run_ids=list(study.runs.values_list("pk", flat=True)), coders_per_run=3, seed=5)  # fmt: skip
     study_assign(study=second)

@@ -7,8 +7,7 @@ import re
 import pytest
 
 from annotation.views.charts import bars, line, nice_ticks
-from tests.annotation.test_reports import coded_study  # noqa: F401 (a fixture)
-from tests.conftest import client_for
+from tests.factories import client_for
 
 
 @pytest.mark.parametrize(
@@ -61,7 +60,7 @@ def svg(body: str, label: str) -> str:
 
 
 @pytest.mark.django_db
-def test_the_dashboard_draws_both_axes_with_titles(coded_study, adjudicator):  # noqa: F811
+def test_the_dashboard_draws_both_axes_with_titles(coded_study, adjudicator):
     body = client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/").content.decode()
     kappa = svg(body, "kappa-title")
     assert "runs compared (coded by two annotators" in kappa and "mean pooled κ (modes)" in kappa

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import zipfile
 
 import pytest
 
@@ -15,12 +16,11 @@ from annotation.analysis.inputs import independent_codings, read_inputs
 from annotation.analysis.store import analysis_refresh
 from annotation.errors import AnnotationError
 from annotation.models import Annotation, Assignment, AuditEntry, FinalCoding, Label, StudyCodebookMove
-from annotation.selectors.queue import annotation_for, next_assignment
+from annotation.selectors.queue import next_assignment
 from annotation.services.codebook_move import study_move_codebook
-from annotation.services.coding import LabelInput, annotation_save, annotation_submit
 from taxonomy.models import FrozenCodebookError
 from taxonomy.services import code_rename, code_split, codebook_freeze, codebook_new_version, codes_merge
-from tests.conftest import client_for
+from tests.factories import client_for, code_keys
 
 pytestmark = pytest.mark.django_db
 
@@ -46,19 +46,6 @@ def v2(codebook, admin_user):
     return codebook_freeze(codebook=draft)
 
 
-def code(assignment, keys, *, submit=True):
-    """Save (and submit) a coding of `keys` (mode keys of the study's current codebook)."""
-    assignment = Assignment.objects.select_related("study__codebook", "annotator", "run").get(pk=assignment.pk)
-    annotation = annotation_for(assignment=assignment)
-    codebook = assignment.study.codebook
-    labels = [LabelInput(code_id=codebook.codes.get(key=k).pk, rationale=f"because {k}") for k in keys]
-    annotation_save(annotation=annotation, actor=assignment.annotator, version=annotation.version,
-                    no_failure=not keys, notes="", labels=labels)  # fmt: skip
-    if submit:
-        annotation_submit(annotation=annotation, actor=assignment.annotator, version=annotation.version)
-    return annotation
-
-
 def pair(study, run):
     return list(Assignment.objects.filter(study=study, run=run).order_by("slot").select_related("annotator", "run"))
 
@@ -67,10 +54,13 @@ def pair(study, run):
 def coded(study, codebook):
     runs = list(study.runs.order_by("pk"))
     r1, r2, r3, r4 = (pair(study, run) for run in runs[:4])
-    code(r1[0], ["lossy-handoff"]), code(r1[1], ["lossy-handoff"])  # agreed: a final
-    code(r2[0], ["no-assembly-owner", "no-pipeline-owner"]), code(r2[1], ["same-file-collision"])  # a discussion
-    code(r3[0], ["same-file-collision"]), code(r3[1], ["same-file-collision"])  # agreed on a code that splits
-    code(r4[0], ["lossy-handoff"], submit=False)  # a draft
+    code_keys(r1[0], ["lossy-handoff"]), code_keys(r1[1], ["lossy-handoff"])  # agreed: a final
+    (
+        code_keys(r2[0], ["no-assembly-owner", "no-pipeline-owner"]),
+        code_keys(r2[1], ["same-file-collision"]),
+    )  # a discussion
+    code_keys(r3[0], ["same-file-collision"]), code_keys(r3[1], ["same-file-collision"])  # agreed on a code that splits
+    code_keys(r4[0], ["lossy-handoff"], submit=False)  # a draft
     return r1, r2, r3, r4
 
 
@@ -118,11 +108,11 @@ def test_move_carries_renames_and_merges_and_reopens_splits(study, codebook, v2,
     assert keys_of(draft) == [("lost-handoff", 1)] and draft.status == "draft" and draft.recode_reason == ""
 
 
-def test_recoding_after_a_split_and_kappa_per_version(study, codebook, v2, coded, adjudicator):
+def test_recoding_after_a_split_and_kappa_per_version(study, codebook, v2, coded, adjudicator, tmp_path):
     r1, r2, r3, r4 = coded
     study_move_codebook(study=study, codebook=v2, key_map=KEY_MAP, actor=adjudicator)
     for assignment in r3:
-        again = code(assignment, ["same-file-overwrite"])
+        again = code_keys(assignment, ["same-file-overwrite"])
         assert (again.codebook_id, again.recode_reason) == (v2.pk, "")
     assert FinalCoding.objects.get(study=study, run=r3[0].run).labels.get().code.key == "same-file-overwrite"
 
@@ -144,7 +134,13 @@ def test_recoding_after_a_split_and_kappa_per_version(study, codebook, v2, coded
     exported = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert [(r["version"], r["codings"], r["current"]) for r in exported] == [("1", "6", "False"), ("2", "2", "True")]
     # The reproducibility bundle's codings are the current version's (their keys resolve).
-    assert client.get(f"/annotate/studies/{study.pk}/bundle.zip").status_code == 200
+    from django.core.management import call_command
+
+    out = tmp_path / "bundle.zip"
+    call_command("export_study", str(study.pk), "--out", str(out), stdout=io.StringIO())
+    with zipfile.ZipFile(out) as bundle:
+        codes = {r["mode"] for r in csv.DictReader(io.StringIO(bundle.read("independent_codings.csv").decode()))}
+    assert codes == {"same-file-overwrite"}
 
 
 def _unchanged(study, codebook):

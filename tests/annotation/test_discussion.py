@@ -8,31 +8,9 @@ from annotation.models import Assignment, AuditEntry, Discussion, FinalCoding
 from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import LabelInput, annotation_revise, annotation_save, annotation_submit
-from tests.annotation.test_views import HTMX, form
-from tests.conftest import cite, client_for, mode_code
+from tests.factories import HTMX, both, cite, client_for, code_run, coding_form, mode_code
 
 pytestmark = pytest.mark.django_db
-
-
-def code_run(assignment, codes, rationale="because"):
-    annotation = annotation_for(assignment=assignment)
-    run = assignment.run
-    labels = [LabelInput(code_id=c.pk, rationale=f"{rationale} {c.key}", evidence=[cite(run, c.key)]) for c in codes]
-    annotation_save(
-        annotation=annotation,
-        actor=assignment.annotator,
-        version=annotation.version,
-        no_failure=not codes,
-        notes="",
-        labels=labels,
-    )
-    annotation_submit(annotation=annotation, actor=assignment.annotator, version=annotation.version)
-    return annotation
-
-
-def both(study, run=None):
-    run = run or study.runs.order_by("pk").first()
-    return list(Assignment.objects.filter(study=study, run=run).order_by("slot"))
 
 
 def test_agreement_becomes_final(study, codebook):
@@ -158,9 +136,9 @@ def test_revising_through_the_annotate_page(study, codebook):
     ann_b = code_run(b, [])
     page = client_for(b.annotator).get(f"/annotate/{b.pk}/").content.decode()
     assert f"/annotate/{b.pk}/revise/" in page and "saved as a revision" in page
-    response = client_for(b.annotator).post(f"/annotate/{b.pk}/revise/", form(lossy, ann_b.version), **HTMX)
+    response = client_for(b.annotator).post(f"/annotate/{b.pk}/revise/", coding_form(lossy, ann_b.version), **HTMX)
     assert response.status_code == 200
-    assert client_for(b.annotator).post(f"/annotate/{b.pk}/save/", form(lossy, 99), **HTMX).status_code == 409
+    assert client_for(b.annotator).post(f"/annotate/{b.pk}/save/", coding_form(lossy, 99), **HTMX).status_code == 409
 
 
 def test_simulate_codings_demo_command(study):
@@ -178,7 +156,7 @@ def test_a_discussion_stays_blind_to_a_coder_of_the_same_run_in_another_study(st
     """Study S discusses run R between two of its coders; the third coder of S is assigned R in study T
     and has yet to code it there: no list, page, fragment or count of theirs shows S's discussion."""
     from annotation.services.studies import assignment_add, study_create
-    from tests.conftest import submit_disagreement
+    from tests.factories import submit_disagreement
 
     run = study.runs.order_by("pk").first()
     outsider = next(u for u in trio if not Assignment.objects.filter(study=study, run=run, annotator=u).exists())

@@ -24,10 +24,7 @@ from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import MAX_INSTANCES, LabelInput, annotation_revise, annotation_save, annotation_submit
 from annotation.services.published import published_import
-from tests.annotation.test_discussion import both
-from tests.annotation.test_published import SAMPLE, dictdb_study  # noqa: F401 - a fixture
-from tests.annotation.test_views import HTMX
-from tests.conftest import cite, client_for, mode_code
+from tests.factories import HTMX, PUBLISHED_SAMPLE, both, cite, client_for, mode_code
 
 pytestmark = pytest.mark.django_db
 
@@ -235,8 +232,8 @@ def test_table3_counts_episodes_and_runs_separately(study, codebook):
     assert rows[("mode", "lossy-handoff")]["percent"] == pytest.approx(75.0)
 
 
-def test_published_episodes_are_gold_instances_and_round_trip(dictdb_study, tmp_path):  # noqa: F811
-    text = SAMPLE.read_text()
+def test_published_episodes_are_gold_instances_and_round_trip(dictdb_study, tmp_path):
+    text = PUBLISHED_SAMPLE.read_text()
     block = text[text.index("## Failure 1") :]
     second = block.replace("## Failure 1", "## Failure 2").replace("episode_id: ", "episode_id: second-", 1)
     record = parse_annotation_md(text + "\n" + second, name="two/annotation.md")

@@ -24,7 +24,7 @@ from annotation.services.coding import annotation_save, annotation_submit
 from annotation.services.pilot import pilot_create
 from annotation.services.studies import study_assign, study_create
 from annotation.study_settings import SettingsError
-from tests.conftest import _user, client_for, submit_disagreement
+from tests.factories import client_for, new_user, submit_disagreement
 from trajectories.models import AgentContext, Run, SignatureHit
 
 pytestmark = pytest.mark.django_db
@@ -163,7 +163,7 @@ def test_every_study_in_which_an_annotator_codes_the_pair_must_allow_hints(study
 
 def test_a_pilot_coder_and_a_stranger_see_no_hits(study, trio, codebook, admin_user):
     run = first_assignment(study, trio[0]).run
-    piloter = _user("piloter", "annotator")
+    piloter = new_user("piloter", "annotator")
     pilot_create(name="p", annotators=[piloter, trio[0]], base_codebook=codebook, run_ids=[run.pk])
     body = client_for(piloter).get(f"/trajectories/runs/{run.pk}/")
     assert body.status_code == 200 and says_nothing_about_hits(body.content.decode())
@@ -274,14 +274,14 @@ def test_the_lead_changes_the_policy_and_the_activity_log_records_it(study, adju
     url = f"/annotate/studies/{study.pk}/settings/"
     client = client_for(adjudicator)
     assert "Annotators see hints" in client.get(url).content.decode()
-    from tests.annotation.test_analysis_settings import DEFAULTS
+    from tests.factories import ANALYSIS_SETTINGS_FORM
 
-    response = client.post(url, {**DEFAULTS, "hint_policy": "always"})
+    response = client.post(url, {**ANALYSIS_SETTINGS_FORM, "hint_policy": "always"})
     assert response.status_code == 302 and Study.objects.get(pk=study.pk).hint_policy == "always"
     entry = ActivityEntry.objects.filter(study_id=study.pk, action="study.analysis").latest("pk")
     assert "hint_policy" in entry.summary and entry.detail["hint_policy"] == {"from": "after_first_submission",
                                                                              "to": "always"}  # fmt: skip
-    bad = client.post(url, {**DEFAULTS, "hint_policy": "sometimes"})
+    bad = client.post(url, {**ANALYSIS_SETTINGS_FORM, "hint_policy": "sometimes"})
     assert bad.status_code == 422 and "Annotators see hints" in bad.content.decode()
     assert Study.objects.get(pk=study.pk).hint_policy == "always"
 

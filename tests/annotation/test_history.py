@@ -10,8 +10,8 @@ from django.db import DatabaseError, connection, transaction
 from activity.models import ActivityEntry
 from annotation.models import Discussion
 from annotation.services import review as flow
-from tests.annotation.test_discussion import both, code_run
-from tests.conftest import client_for, mode_code, skip_or_fail
+from tests.conftest import skip_or_fail
+from tests.factories import both, client_for, code_run, mode_code
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from annotation.selectors.pilot import pilot_groups
 from annotation.services.pilot import Promotion, open_codes_set, pilot_create, pilot_promote
 from taxonomy.models import Codebook
 from taxonomy.services import codebook_freeze
-from tests.conftest import client_for
+from tests.factories import client_for
 
 pytestmark = pytest.mark.django_db
 

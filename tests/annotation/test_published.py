@@ -10,10 +10,8 @@ from annotation.models import Annotation, FinalCoding
 from annotation.published_files import PublishedPair
 from annotation.services.published import PublishedImportError, published_import
 from annotation.services.studies import study_create
-from tests.conftest import REAL, simple_run, write_jsonl
+from tests.factories import PUBLISHED_SAMPLE, simple_run, write_jsonl
 from trajectories.services import import_paths
-
-SAMPLE = REAL / "paper-annotations" / "nl2repo__dictdatabase__codex" / "annotation.md"
 
 
 def load(study, record, folder: str = "", **who):
@@ -23,7 +21,7 @@ def load(study, record, folder: str = "", **who):
 
 
 def test_parse_real_sample():
-    record = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
+    record = parse_annotation_md(PUBLISHED_SAMPLE.read_text(), name="annotation.md")
     assert record.pair_id == "dictdatabase/codex"
     assert record.header["outcome_relation"] == "parallel_only_pass"
     [failure] = record.failures
@@ -43,18 +41,8 @@ def test_parse_errors_name_the_line():
         parse_annotation_md("pair_id: a/codex\n\n## Failure 1\ntop_label: A\nsub_label: B\n", name="x.md")
 
 
-@pytest.fixture
-def dictdb_study(db, tmp_path, codebook, trio, adjudicator):
-    for mode in ("concurrent", "sequential"):
-        lines = simple_run("dictdatabase", mode, "Codex", n_sub=1 if mode == "concurrent" else 0)
-        lines[0]["task"]["benchmark"] = "nl2repo"
-        write_jsonl(tmp_path / "d" / f"{mode}.jsonl", lines)
-    import_paths(paths=[tmp_path / "d"])
-    return study_create(name="P", codebook=codebook, annotators=trio, adjudicator=adjudicator)
-
-
 def test_import_as_an_annotators_submitted_labels(dictdb_study, trio):
-    record = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
+    record = parse_annotation_md(PUBLISHED_SAMPLE.read_text(), name="annotation.md")
     result = load(dictdb_study, record, annotator=trio[0])
     assert result.imported == ["Final-Tree Overwrite"] and result.unknown == []
     annotation = Annotation.objects.get(assignment__annotator=trio[0])
@@ -69,7 +57,7 @@ def test_import_as_an_annotators_submitted_labels(dictdb_study, trio):
 
 
 def test_import_as_gold(dictdb_study):
-    record = parse_annotation_md(SAMPLE.read_text())
+    record = parse_annotation_md(PUBLISHED_SAMPLE.read_text())
     load(dictdb_study, record)
     final = FinalCoding.objects.get()
     assert final.provenance == "imported" and [fl.code.key for fl in final.labels.all()] == ["final-tree-overwrite"]
@@ -86,7 +74,7 @@ def test_import_as_gold(dictdb_study):
 
 
 def test_unknown_labels_are_reported_and_kept(dictdb_study, trio):
-    text = SAMPLE.read_text().replace("third_label: Final-Tree Overwrite", "third_label: Telepathic Merge")
+    text = PUBLISHED_SAMPLE.read_text().replace("third_label: Final-Tree Overwrite", "third_label: Telepathic Merge")
     result = load(dictdb_study, parse_annotation_md(text))  # as final labels
     assert result.unknown == ["Failure 1: Shared State and Merge Problems > Concurrent Writes > Telepathic Merge"]
     final = FinalCoding.objects.get(study=dictdb_study)
@@ -98,14 +86,14 @@ def test_unknown_labels_are_reported_and_kept(dictdb_study, trio):
 
 
 def test_label_under_the_wrong_parent_is_reported(dictdb_study):
-    text = SAMPLE.read_text().replace("sub_label: Concurrent Writes", "sub_label: Overloaded Handoff")
+    text = PUBLISHED_SAMPLE.read_text().replace("sub_label: Concurrent Writes", "sub_label: Overloaded Handoff")
     result = load(dictdb_study, parse_annotation_md(text))
     assert "files Final-Tree Overwrite under" in result.unknown[0]
 
 
 def test_missing_run_is_an_error(dictdb_study):
     text = (
-        SAMPLE.read_text()
+        PUBLISHED_SAMPLE.read_text()
         .replace("task_id: dictdatabase", "task_id: nope")
         .replace("pair_id: dictdatabase", "pair_id: nope")
     )
@@ -116,7 +104,7 @@ def test_missing_run_is_an_error(dictdb_study):
 def test_a_record_is_kept_whole_and_its_oddities_reported(dictdb_study, trio, adjudicator, outsider):
     from annotation.models import PublishedRecord
 
-    text = SAMPLE.read_text()
+    text = PUBLISHED_SAMPLE.read_text()
     failure = text[text.index("## Failure 1") :]
     odd = (
         "# dictdatabase / codex\n\n"  # a title above the header
@@ -148,7 +136,7 @@ def test_import_export_import_gives_the_same_record(dictdb_study, tmp_path):
 
     from django.core.management import call_command
 
-    original = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
+    original = parse_annotation_md(PUBLISHED_SAMPLE.read_text(), name="annotation.md")
     load(dictdb_study, original)
     call_command("export_published", str(dictdb_study.pk), "--out", str(tmp_path / "out"), stdout=io.StringIO())
     written = list((tmp_path / "out").rglob("annotation.md"))
@@ -177,7 +165,7 @@ def test_the_structured_reviews_are_kept_and_summarised(dictdb_study, trio, tmp_
     from annotation.review_json import ReviewFormatError, parse_review
 
     folder = tmp_path / "nl2repo__dictdatabase__codex"
-    shutil.copytree(SAMPLE.parent, folder)
+    shutil.copytree(PUBLISHED_SAMPLE.parent, folder)
     out = io.StringIO()
     call_command("import_published", str(dictdb_study.pk), str(folder), "--as-annotator", trio[0].username, stdout=out)
     assert "32 candidate decisions (7 anchors), 1 retained (Final-Tree Overwrite)" in out.getvalue()
@@ -186,8 +174,13 @@ def test_the_structured_reviews_are_kept_and_summarised(dictdb_study, trio, tmp_
     assert sorted(stored) == ["advantage-review", "annotation", "review"]
     assert stored["review"].path == "nl2repo/dictdatabase/codex/review.json"  # the flattened folder's parts
     review = stored["review"]
-    assert review.text == (SAMPLE.parent / "review.json").read_text() and len(review.data["taxonomy_decisions"]) == 13
-    bad = (SAMPLE.parent / "review.json").read_text().replace('"decision": "reject"', '"decision": "maybe"', 1)
+    assert (
+        review.text == (PUBLISHED_SAMPLE.parent / "review.json").read_text()
+        and len(review.data["taxonomy_decisions"]) == 13
+    )
+    bad = (
+        (PUBLISHED_SAMPLE.parent / "review.json").read_text().replace('"decision": "reject"', '"decision": "maybe"', 1)
+    )
     with pytest.raises(ReviewFormatError, match=r"field 'taxonomy_decisions\[0\]\.candidates\[0\]\.decision'"):
         parse_review(bad, name="review.json")
 
@@ -216,7 +209,7 @@ def test_the_folder_hint_finds_the_benchmark_in_any_spelling(tmp_path, codebook,
             write_jsonl(tmp_path / bench / f"{mode}.jsonl", lines)
     import_paths(paths=[tmp_path])
     study = study_create(name="P", codebook=codebook, annotators=trio, adjudicator=adjudicator)
-    record = parse_annotation_md(SAMPLE.read_text(), name="annotation.md")
+    record = parse_annotation_md(PUBLISHED_SAMPLE.read_text(), name="annotation.md")
     with pytest.raises(AnnotationError, match="ambiguous"):
         load(study, record, annotator=trio[0])
     result = load(study, record, "nl2repo/dictdatabase/codex", annotator=trio[0])

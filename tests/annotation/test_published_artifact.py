@@ -17,12 +17,12 @@ from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import LabelInput, annotation_save, annotation_submit
 from annotation.services.studies import study_create
-from trajectories.models import Run
+from tests.factories import ARTIFACT_AGENTS as AGENTS
+from tests.factories import ARTIFACT_TASK as TASK
+from tests.factories import artifact_run_of as run_of
 
 pytestmark = pytest.mark.django_db
 
-TASK = "swebench_verified/django__django-10999"
-AGENTS = ("claude", "codex", "kimi")
 RECORD_FILES = ("annotation.md", "review.json", "advantage-review.json")
 
 
@@ -38,11 +38,6 @@ def published_files(root) -> dict[str, bytes]:
 def counts() -> dict[str, int]:
     models = (PublishedRecord, Annotation, Assignment, FinalCoding, AuditEntry, ActivityEntry)
     return {model.__name__: model.objects.count() for model in models}
-
-
-def run_of(study, agent: str) -> Run:
-    names = {"claude": "Claude Code", "codex": "Codex", "kimi": "Kimi Code"}
-    return study.runs.get(agent__name=names[agent])
 
 
 def test_the_three_pairs_round_trip_byte_for_byte(artifact_study, artifact_root, tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from annotation.annotation_md import PublishedFormatError, failures_of, parse_annotation_md, render_annotation_md
 from annotation.published_files import cell_pair_folder, kind_of, pair_folder, read_pair, safe_relative
 from annotation.review_json import ReviewFormatError, parse_advantage_review, parse_review, serialize_review
-from tests.conftest import REAL
+from tests.factories import REAL
 
 AGENTS = ("claude", "codex", "kimi")
 TASK = "swebench_verified/django__django-10999"

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from tests.conftest import REAL
+from tests.factories import REAL
 
 BEFORE, AFTER = ("annotation", "0016_hint_policy"), ("annotation", "0017_published_records_as_data")
 FOLDER = REAL / "paper-annotations" / "nl2repo__dictdatabase__codex"

@@ -13,7 +13,7 @@ from annotation.selectors import queue as queue_selectors
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import annotation_save, annotation_skip, annotation_submit
 from annotation.services.studies import annotator_replace, assignment_add, study_assign, study_create
-from tests.conftest import _user, client_for
+from tests.factories import client_for, new_user
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +44,7 @@ def test_each_queue_is_numbered_from_one_in_an_order_of_its_own_drawn_from_the_s
 
 
 def test_runs_added_later_join_the_end_of_each_queue(study, trio):
-    extra = _user("late-coder", "annotator")
+    extra = new_user("late-coder", "annotator")
     not_mine = study.runs.exclude(assignments__annotator=trio[0]).first()
     Assignment.objects.filter(study=study, run=not_mine, slot=2).delete()
     assert assignment_add(study=study, run=not_mine, annotator=extra).position == 1  # a new queue starts at 1
@@ -114,7 +114,7 @@ def test_a_bad_page_parameter_is_a_400_that_says_which(study, trio, params, says
 
 
 def test_another_studys_queue_is_refused_without_showing_it(study, trio, codebook, adjudicator):
-    others = [_user(f"other{i}", "annotator") for i in range(3)]
+    others = [new_user(f"other{i}", "annotator") for i in range(3)]
     elsewhere = study_create(name="Elsewhere", codebook=codebook, annotators=others, adjudicator=adjudicator,
                              run_ids=list(study.runs.values_list("pk", flat=True)))  # fmt: skip
     study_assign(study=elsewhere)
@@ -136,7 +136,7 @@ def test_the_queue_page_costs_the_same_queries_for_a_short_and_a_long_queue(stud
 
 
 def _discussions(study, codebook, n: int):
-    from tests.conftest import submit_disagreement
+    from tests.factories import submit_disagreement
 
     return [submit_disagreement(study, run.pk, codebook) for run in study.runs.order_by("pk")[:n]]
 
@@ -166,7 +166,7 @@ def test_discussions_are_listed_by_state_a_page_at_a_time(study, codebook, trio,
     escalated = client.get("/annotate/discussions/", {"tab": "escalated"}).context["page"].items
     assert [d.pk for d in escalated] == [mine[0].pk]
     assert client.get("/annotate/discussions/", {"tab": "nope"}).status_code == 400
-    outsider = _user("nobody-here", "annotator")
+    outsider = new_user("nobody-here", "annotator")
     assert client_for(outsider).get("/annotate/discussions/").context["page"].items == []
 
 

@@ -17,8 +17,10 @@ from annotation.analysis.reports import (
     mcnemar_exact,
     outcome_comparison,
 )
-from tests.annotation.test_discussion import both, code_run
-from tests.conftest import client_for, mode_code
+from tests.factories import client_for
+
+# coded_study is built once for the module (tests/annotation/conftest.py: coded_world)
+pytestmark = pytest.mark.usefixtures("coded_world")
 
 
 def inst(run, agent, mode, sub, cat):
@@ -83,26 +85,6 @@ def test_concurrency_helped_rules():
     assert concurrency_helped(pair(True, True, 1.0, 1.0, 150, 200)) == []  # 50 s faster: not enough
     assert concurrency_helped(pair(True, True, 1.0, 1.0, 900, 1000)) == []  # 100 s but only 10% faster
     assert concurrency_helped(pair(True, True, 0.9, 1.0, 10, 1000)) == []  # faster but lower test pass
-
-
-@pytest.fixture
-def coded_study(study, codebook, adjudicator, django_capture_on_commit_callbacks):
-    """Every run coded twice: runs 1–3 agree on lossy-handoff (on run 1 both saw it in two episodes),
-    the rest disagree, one adjudicated; then the worker's refresh of the statistics runs
-    (on commit, as in production; Celery runs eagerly in tests)."""
-    from annotation.models import Discussion
-    from annotation.services import review as flow
-
-    lossy, stale = mode_code(codebook, "lossy-handoff"), mode_code(codebook, "stale-handoff")
-    with django_capture_on_commit_callbacks(execute=True):
-        for index, run in enumerate(study.runs.order_by("pk")):
-            a, b = both(study, run)
-            code_run(a, [lossy, lossy] if index == 0 else [lossy])
-            code_run(b, ([lossy, lossy] if index == 0 else [lossy]) if index < 3 else [stale])
-        discussion = Discussion.objects.order_by("pk").first()
-        flow.discussion_escalate(discussion=discussion, actor=both(study, discussion.run)[0].annotator)
-        flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(stale.pk, "adjudicated")])
-    return study
 
 
 @pytest.mark.django_db

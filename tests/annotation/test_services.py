@@ -11,7 +11,7 @@ from annotation.selectors.queue import annotation_for
 from annotation.services.coding import LabelInput, annotation_save, annotation_submit
 from annotation.services.studies import annotator_replace, assignment_add, study_assign, study_create
 from taxonomy.services import codebook_new_version
-from tests.conftest import _user, mode_code
+from tests.factories import mode_code, new_user
 
 pytestmark = pytest.mark.django_db
 
@@ -185,7 +185,7 @@ def test_reassignment_keeps_submitted_work(study, trio):
     annotation_submit(annotation=done, actor=leaving, version=2)
     draft = annotation_for(assignment=mine[1])
     annotation_save(annotation=draft, actor=leaving, version=1, no_failure=True, notes="half", labels=[])
-    newcomer = _user("newcomer")
+    newcomer = new_user("newcomer")
     result = annotator_replace(study=study, leaving=leaving, replacement=newcomer)
     assert result == {"moved": len(mine) - 1, "kept": 1}
     assert Assignment.objects.get(pk=mine[0].pk).annotator == leaving  # submitted work stays

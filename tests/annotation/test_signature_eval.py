@@ -10,6 +10,7 @@ import io
 import json
 import random
 import re
+from unittest.mock import patch
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -21,8 +22,7 @@ from annotation.analysis.signatures import COLUMNS, RunSignatures, evaluate_sign
 from annotation.analysis.store import analysis_refresh, stored_analysis
 from annotation.models import Assignment, FinalCoding
 from annotation.services.studies import study_assign, study_create
-from tests.annotation.test_discussion import code_run
-from tests.conftest import client_for, mode_code
+from tests.factories import both, cite, client_for, code_run, mode_code
 from trajectories.generate import MANIFEST_NAME, PLANTED_MODES, PLANTS, generate_planted
 from trajectories.models import Run, SignatureHit
 from trajectories.services import import_paths
@@ -263,14 +263,19 @@ def test_recomputed_hits_make_the_studys_stored_figures_not_current(judged):
     )
 
 
-def test_the_csv_export_streams_the_stored_rows_or_computes_them(judged, adjudicator):
+def test_the_csv_export_streams_the_stored_rows_and_is_refused_before_there_are_any(judged, adjudicator):
+    from annotation.models import StudyStatistics
+
     client = client_for(adjudicator)
     url = f"/annotate/studies/{judged.pk}/export/signatures.csv"
-    fresh = client.get(url)  # nothing stored: computed from the rows
-    assert fresh.status_code == 200 and fresh["Content-Type"].startswith("text/csv")
+    api_url = f"/api/studies/{judged.pk}/exports/signatures/"
+    with patch("annotation.analysis.store.analysis_request") as asked:  # no worker: nothing lands meanwhile
+        refused = client.get(url)  # nothing stored: never computed in the request
+        assert refused.status_code == 409 and "not computed yet" in refused.content.decode()
+        assert client.get(api_url).status_code == 409 and asked.call_count == 2
+    assert not StudyStatistics.objects.filter(study=judged).exists()
     analysis_refresh(study_id=judged.pk)
     stored = b"".join(client.get(url).streaming_content).decode()
-    assert b"".join(fresh.streaming_content).decode() == stored
     row = next(r for r in csv.DictReader(io.StringIO(stored)) if r["table"] == "detector × mode")
     assert (row["detector"], row["mode"], row["tp"], row["precision"]) == (
         "same_file_collision",
@@ -278,8 +283,9 @@ def test_the_csv_export_streams_the_stored_rows_or_computes_them(judged, adjudic
         "1",
         "0.5",
     )
-    api = client.get(f"/api/studies/{judged.pk}/exports/signatures/")
-    assert api.status_code == 200
+    api = client.get(api_url)
+    assert api.status_code == 200 and api["X-Parallax-Statistics-Current"] == "true"
+    assert len(api.json()) == len(list(csv.DictReader(io.StringIO(stored))))
 
 
 @pytest.mark.django_db
@@ -352,8 +358,6 @@ def test_gold_reached_after_the_hints_were_seen_is_measured_apart(study, codeboo
     from annotation.services import review as flow
     from annotation.services.coding import LabelInput, annotation_revise
     from annotation.services.hints import annotation_hints_show
-    from tests.annotation.test_discussion import both
-    from tests.conftest import cite
 
     Study.objects.filter(pk=study.pk).update(hint_policy="always")
     study.refresh_from_db()

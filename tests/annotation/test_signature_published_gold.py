@@ -17,7 +17,7 @@ from annotation.analysis.inputs import read_inputs
 from annotation.analysis.signatures import COLUMNS, RunSignatures, evaluate_signatures, evaluation_rows
 from annotation.analysis.store import analysis_refresh
 from annotation.models import FinalCoding
-from tests.conftest import client_for
+from tests.factories import client_for
 from trajectories.models import Run, SignatureHit
 from trajectories.signatures import DETECTOR_MODES, DETECTOR_VERSION
 

@@ -9,8 +9,7 @@ from annotation.errors import AnnotationError, LockedError
 from annotation.models import Annotation, Assignment, AuditEntry, Discussion
 from annotation.selectors.queue import annotation_for, next_assignment, queue_position
 from annotation.services.coding import LabelInput, annotation_save, annotation_skip, annotation_submit
-from tests.annotation.test_views import HTMX, mine
-from tests.conftest import client_for, mode_code
+from tests.factories import HTMX, client_for, mine, mode_code
 
 pytestmark = pytest.mark.django_db
 

@@ -17,9 +17,7 @@ from annotation.analysis import compute
 from annotation.analysis.inputs import read_inputs
 from annotation.analysis.store import analysis_changed, analysis_refresh, analysis_request, stored_analysis
 from annotation.models import Study, StudyStatistics
-from tests.annotation.test_discussion import both, code_run
-from tests.annotation.test_reports import coded_study  # noqa: F401 - a fixture
-from tests.conftest import client_for, mode_code
+from tests.factories import both, client_for, code_run, mode_code
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +32,7 @@ def _adjudicate_another(study, codebook, adjudicator, key="same-file-collision")
     flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(mode_code(codebook, key).pk, "r")])
 
 
-def test_the_dashboard_shows_the_stored_statistics_and_says_they_are_current(coded_study, adjudicator):  # noqa: F811
+def test_the_dashboard_shows_the_stored_statistics_and_says_they_are_current(coded_study, adjudicator):
     stored = StudyStatistics.objects.get(study=coded_study)
     assert stored.version == Study.objects.get(pk=coded_study.pk).statistics_version
     body = client_for(adjudicator).get(f"/annotate/studies/{coded_study.pk}/").content.decode()
@@ -44,7 +42,7 @@ def test_the_dashboard_shows_the_stored_statistics_and_says_they_are_current(cod
 
 
 def test_after_a_change_the_old_figures_are_marked_not_current_until_the_worker_lands(
-    coded_study,  # noqa: F811
+    coded_study,
     adjudicator,
     codebook,
 ):
@@ -66,7 +64,7 @@ def test_after_a_change_the_old_figures_are_marked_not_current_until_the_worker_
     assert "Statistics computed" in client.get(f"/annotate/studies/{coded_study.pk}/").content.decode()
 
 
-def test_a_burst_of_changes_queues_one_computation(coded_study):  # noqa: F811
+def test_a_burst_of_changes_queues_one_computation(coded_study):
     Study.objects.filter(pk=coded_study.pk).update(statistics_queued_at=timezone.now())  # one is waiting
     assert analysis_request(study_id=coded_study.pk) is False
     assert analysis_request(study_id=coded_study.pk) is False
@@ -74,7 +72,7 @@ def test_a_burst_of_changes_queues_one_computation(coded_study):  # noqa: F811
     assert analysis_request(study_id=coded_study.pk) is True  # a message lost an hour ago is queued again
 
 
-def test_a_stored_result_never_goes_backwards(coded_study):  # noqa: F811
+def test_a_stored_result_never_goes_backwards(coded_study):
     stored = StudyStatistics.objects.get(study=coded_study)
     StudyStatistics.objects.filter(pk=stored.pk).update(version=stored.version + 5, payload={"marker": 1})
     analysis_refresh(study_id=coded_study.pk)  # the study is at an older version than what is stored
@@ -119,28 +117,37 @@ def test_the_dashboard_costs_the_same_queries_however_much_is_coded(study, codeb
     assert len(coded) == len(empty), [q["sql"][:100] for q in coded]
 
 
-def test_the_table3_export_streams_the_stored_figures_when_current_and_recomputes_when_not(
-    coded_study,  # noqa: F811
+def test_the_table3_export_streams_the_stored_figures_and_says_whether_they_are_current(
+    coded_study,
     adjudicator,
     codebook,
 ):
+    """An export never computes in the request: it streams what the worker stored, current or not, and
+    says which (headers, file name); figures that are not current ask the worker for new ones."""
     client = client_for(adjudicator)
 
-    def counts():
+    def table3():
         response = client.get(f"/annotate/studies/{coded_study.pk}/export/table3.csv")
         rows = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
-        return {(r["level"], r["key"]): int(r["count"]) for r in rows}
+        return response, {(r["level"], r["key"]): int(r["count"]) for r in rows}
 
-    stored = stored_analysis(coded_study).document.table3
-    assert counts() == {(r["level"], r["key"]): r["count"] for r in stored["rows"]}
+    stored = stored_analysis(coded_study)
+    version = stored.statistics.version
+    response, counts = table3()
+    assert counts == {(r["level"], r["key"]): r["count"] for r in stored.document.table3["rows"]}
+    assert response["X-Parallax-Statistics-Current"] == "true" and response["X-Parallax-Statistics-Version"] == str(
+        version
+    )
+    assert f'filename="study-{coded_study.pk}-table3-v{version}.csv"' in response["Content-Disposition"]
     _adjudicate_another(coded_study, codebook, adjudicator)  # the worker has not recomputed yet
     assert not stored_analysis(coded_study).current
+    response, old = table3()  # the stored figures, said to be old; the worker is asked (here: at once)
+    assert old == counts and response["X-Parallax-Statistics-Current"] == "false"
+    assert f"table3-v{version}-not-current.csv" in response["Content-Disposition"]
     now = compute.table3(read_inputs(coded_study, parts=("table3",)))
-    assert (
-        counts()
-        == {(r["level"], r["key"]): r["count"] for r in now["rows"]}
-        != {(r["level"], r["key"]): r["count"] for r in stored["rows"]}
-    )
+    response, new = table3()
+    assert response["X-Parallax-Statistics-Current"] == "true"
+    assert new == {(r["level"], r["key"]): r["count"] for r in now["rows"]} != counts
 
 
 def test_the_command_computes_them_in_the_foreground_and_names_a_missing_study(study):
@@ -197,3 +204,33 @@ def test_kappa_over_time_follows_the_runs_compared_and_ends_at_the_headline(stud
     overall = document.agreement["overall"]["mode"]
     assert overall["fleiss_raters_per_run"] == 3 and overall["fleiss_raters_from"] == "design"
     assert (overall["fleiss_n_runs"], overall["fleiss_runs_fewer"]) == (2, 4)
+
+
+def test_a_refresh_the_database_dropped_is_tried_again(study, monkeypatch):
+    """A database restart mid-refresh is retried (with backoff), not lost: the figures land."""
+    from celery.exceptions import Retry
+    from django.db import OperationalError
+
+    from annotation import tasks
+
+    calls = []
+
+    def flaky(*, study_id):
+        calls.append(study_id)
+        if len(calls) == 1:
+            raise OperationalError("terminating connection due to administrator command")
+        return analysis_refresh(study_id=study_id)
+
+    monkeypatch.setattr(tasks, "analysis_refresh", flaky)
+    # Run eagerly (as in tests), the task asks Celery for a retry (a worker redelivers it after the backoff)...
+    with pytest.raises(Retry, match="terminating connection") as retried:
+        tasks.refresh_study_statistics.apply(args=[study.pk])
+    assert retried.value.when == 2 and calls == [study.pk]  # the first backoff; nothing stored yet
+    assert not StudyStatistics.objects.filter(study=study).exists()
+    # ... and the retry lands the figures.
+    assert tasks.refresh_study_statistics.apply(args=[study.pk], retries=1).successful()
+    # Any other failure is a bug: raised, not retried.
+    monkeypatch.setattr(tasks, "analysis_refresh", lambda *, study_id: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        tasks.refresh_study_statistics.apply(args=[study.pk])
+    assert StudyStatistics.objects.get(study=study).version == Study.objects.get(pk=study.pk).statistics_version

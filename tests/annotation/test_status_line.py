@@ -11,8 +11,7 @@ from annotation.models import Annotation, Assignment
 from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
 from annotation.services.coding import LabelInput, annotation_revise, annotation_save, annotation_submit
-from tests.annotation.test_views import HTMX, form
-from tests.conftest import client_for, mode_code, submit_disagreement
+from tests.factories import HTMX, client_for, coding_form, mode_code, submit_disagreement
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +38,7 @@ def test_revising_escalated_adjudicated(study, codebook, adjudicator):
         f"Submitted {annotation.submitted_at:%Y-%m-%d %H:%M} · under discussion: your changes are saved as a revision"
     )
     stale = mode_code(codebook, "stale-handoff")
-    revised = client.post(f"/annotate/{b.pk}/revise/", form(stale, annotation.version, rationale="B2"), **HTMX)
+    revised = client.post(f"/annotate/{b.pk}/revise/", coding_form(stale, annotation.version, rationale="B2"), **HTMX)
     annotation.refresh_from_db()
     assert revised.status_code == 200
     assert status_line(revised.content.decode()) == (
@@ -51,7 +50,7 @@ def test_revising_escalated_adjudicated(study, codebook, adjudicator):
     assert status_line(client.get(f"/annotate/{b.pk}/").content.decode()).endswith(
         "· locked: escalated to the adjudicator"
     )
-    late = client.post(f"/annotate/{b.pk}/revise/", form(stale, annotation.version, rationale="B3"), **HTMX)
+    late = client.post(f"/annotate/{b.pk}/revise/", coding_form(stale, annotation.version, rationale="B3"), **HTMX)
     assert late.status_code == 422 and "this discussion is escalated to the adjudicator" in late.content.decode()
     flow.adjudicate(discussion=discussion, actor=adjudicator, rulings=[flow.Ruling(stale.pk, "r")])
     for assignment in (a, b):
@@ -90,9 +89,9 @@ def test_a_draft_save_says_the_time_of_that_save(study, codebook, trio):
     assignment = Assignment.objects.filter(study=study, annotator=trio[0]).order_by("run_id").first()
     client = client_for(trio[0])
     code = mode_code(codebook, "lossy-handoff")
-    client.post(f"/annotate/{assignment.pk}/save/", form(code, 1), **HTMX)
+    client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 1), **HTMX)
     Annotation.objects.filter(assignment=assignment).update(updated_at="2020-01-01T03:04:05Z")
-    saved = client.post(f"/annotate/{assignment.pk}/save/", form(code, 2, rationale="later"), **HTMX)
+    saved = client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 2, rationale="later"), **HTMX)
     annotation = Annotation.objects.get(assignment=assignment)
     assert status_line(saved.content.decode()) == f"Saved · version 3 · {annotation.updated_at:%H:%M:%S}"
     assert annotation.updated_at.year > 2020

@@ -25,15 +25,14 @@ from annotation.services.studies import (
     study_create,
     study_update,
 )
-from tests.annotation.test_add_runs import _more_pairs
-from tests.conftest import _user, mode_code
+from tests.factories import mode_code, more_pairs, new_user
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def quad(trio):
-    return [*trio, _user("coder4", ANNOTATOR)]
+    return [*trio, new_user("coder4", ANNOTATOR)]
 
 
 @pytest.fixture
@@ -77,7 +76,7 @@ def test_the_database_refuses_a_slot_above_k(three_of_four, study, adjudicator):
 
 
 def test_runs_added_one_at_a_time_keep_three_of_four_balanced(three_of_four, tmp_path):
-    for run_id in _more_pairs(tmp_path, 18):
+    for run_id in more_pairs(tmp_path, 18):
         study_add_runs(study=three_of_four, run_ids=[run_id])
         report = study_balance(study=three_of_four)
         assert report["groups"]["spread"] <= 1, run_id
@@ -109,7 +108,7 @@ def test_k_codings_agree_only_when_all_match(three_of_four, codebook):
 
 
 def test_an_annotator_replaced_mid_study_loses_nothing_coded(three_of_four, quad, codebook, adjudicator):
-    leaving, newcomer = quad[0], _user("coder5", ANNOTATOR)
+    leaving, newcomer = quad[0], new_user("coder5", ANNOTATOR)
     mine = list(Assignment.objects.filter(study=three_of_four, annotator=leaving).order_by("position"))
     submitted = _code(annotation_for(assignment=mine[0]), leaving, ["lossy-handoff"], codebook)
     draft = _code(annotation_for(assignment=mine[1]), leaving, ["stale-handoff"], codebook, submit=False)
@@ -141,7 +140,7 @@ def test_an_annotator_joining_takes_only_unstarted_runs(three_of_four, quad, cod
         run_id: set(Assignment.objects.filter(study=three_of_four, run_id=run_id).values_list("annotator", flat=True))
         for run_id in three_of_four.runs.values_list("pk", flat=True)
     }
-    newcomer = _user("coder5", ANNOTATOR)
+    newcomer = new_user("coder5", ANNOTATOR)
     result = study_add_annotator(study=three_of_four, annotator=newcomer, actor=adjudicator)
     assert result["unstarted_runs"] == 5
     after = {
@@ -161,7 +160,7 @@ def test_an_annotator_joining_takes_only_unstarted_runs(three_of_four, quad, cod
 
 
 def test_editing_a_study(study, adjudicator, trio):
-    other = _user("senior2")
+    other = new_user("senior2")
     study_update(study=study, actor=adjudicator, name="Renamed", adjudicator=other)
     study.refresh_from_db()
     assert (study.name, study.adjudicator) == ("Renamed", other)
@@ -183,7 +182,7 @@ def test_a_closed_study_takes_no_coding_runs_or_assignments(study, trio, codeboo
         _code(annotation, trio[0], ["lossy-handoff"], codebook, submit=False)
     assert not Annotation.objects.filter(assignment=assignment).exists() or not annotation.labels.exists()
     with pytest.raises(AnnotationError, match="closed"):
-        study_add_runs(study=study, run_ids=_more_pairs(tmp_path, 1))
+        study_add_runs(study=study, run_ids=more_pairs(tmp_path, 1))
     with pytest.raises(AnnotationError, match="already closed"):
         study_close(study=study, actor=adjudicator)
     study_close(study=study, actor=adjudicator, reopen=True)

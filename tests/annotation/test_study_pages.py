@@ -10,15 +10,14 @@ import pytest
 from accounts.roles import ANNOTATOR
 from activity.models import ActivityEntry
 from annotation.models import Assignment, Study
-from tests.annotation.test_add_runs import _more_pairs
-from tests.conftest import _user, client_for
+from tests.factories import client_for, more_pairs, new_user
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def quad(trio):
-    return [*trio, _user("coder4", ANNOTATOR)]
+    return [*trio, new_user("coder4", ANNOTATOR)]
 
 
 def _new(client, codebook, annotators, adjudicator, **extra):
@@ -69,7 +68,7 @@ def test_a_bad_design_is_refused_on_its_field_and_nothing_is_created(study, code
 def test_who_may_design_and_manage(study, codebook, trio, adjudicator, annotator):
     assert client_for(annotator).get("/annotate/studies/new/").status_code == 403
     assert _new(client_for(trio[0]), codebook, trio, adjudicator).status_code == 403
-    stranger = _user("senior2", "adjudicator")
+    stranger = new_user("senior2", "adjudicator")
     assert client_for(stranger).get(f"/annotate/studies/{study.pk}/manage/").status_code == 403
     change = client_for(stranger).post(f"/annotate/studies/{study.pk}/manage/change/", {"action": "close"})
     assert change.status_code == 403
@@ -89,11 +88,11 @@ def test_managing_a_study(study, trio, adjudicator, tmp_path):
     assert edit.status_code == 302
     study.refresh_from_db()
     assert study.name == "Renamed" and study.seed == 0  # seed and k are fixed once assigned
-    new_ids = _more_pairs(tmp_path, 2)
+    new_ids = more_pairs(tmp_path, 2)
     added = client.post(url, {"action": "add_runs", "run_ids": " ".join(map(str, new_ids))})
     assert added.status_code == 302
     assert Assignment.objects.filter(study=study, run_id__in=new_ids).count() == 4
-    newcomer = _user("coder9", ANNOTATOR)
+    newcomer = new_user("coder9", ANNOTATOR)
     joined = client.post(url, {"action": "add_annotator", "replacement": newcomer.pk})
     assert joined.status_code == 302 and study.annotators.filter(pk=newcomer.pk).exists()
     left = client.post(url, {"action": "replace_annotator", "leaving": trio[0].pk})

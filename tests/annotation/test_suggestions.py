@@ -10,52 +10,23 @@ from django.core.management import CommandError, call_command
 
 from annotation.classifier import Params
 from annotation.errors import AnnotationError
-from annotation.models import Assignment, Discussion, FinalCoding, FinalLabel, RunSuggestion, SuggestionModel
+from annotation.models import Assignment, Discussion, FinalCoding, RunSuggestion, SuggestionModel
 from annotation.services.review import discussion_escalate
-from annotation.services.studies import study_create
 from annotation.services.suggestions import study_queue_order_set, suggestions_train, suggestions_train_request
-from tests.conftest import client_for, mode_code, simple_run, submit_disagreement, write_jsonl
+from tests.factories import (
+    COLLISION,
+    client_for,
+    labelled_study,
+    submit_disagreement,
+)
 from trajectories.models import Run, SignatureHit
-from trajectories.services import import_paths
 
 pytestmark = pytest.mark.django_db
-
-COLLISION = "same-file-collision"
-TASKS = 14
-
-
-def colliding_run(task: str, mode: str, collide: bool) -> list[dict]:
-    """simple_run, its two sub-agents writing the same file at once when `collide`."""
-    lines = simple_run(task, mode, "Codex", n_sub=2 if mode == "concurrent" else 0)
-    if collide:
-        for line in lines:
-            if line.get("kind") == "file_write":
-                line["files"] = ["src/shared.py"]
-                line["text"] = "edit shared module"
-    return lines
 
 
 @pytest.fixture
 def labelled(tmp_path, codebook, trio, adjudicator):
     return labelled_study(tmp_path, codebook, trio, adjudicator)
-
-
-def labelled_study(tmp_path, codebook, trio, adjudicator):
-    """A study of TASKS concurrent runs, one per task; every other run's sub-agents collide on one
-    file. Final labels for all but the last two runs: a colliding run has same-file-collision."""
-    for i in range(TASKS):
-        for mode in ("concurrent", "sequential"):
-            write_jsonl(tmp_path / "lab" / f"{i}-{mode}.jsonl", colliding_run(f"lab-{i:02d}", mode, i % 2 == 0))
-    import_paths(paths=[tmp_path / "lab"])
-    runs = list(Run.objects.filter(task__external_id__startswith="lab-", mode="concurrent").order_by("pk"))
-    study = study_create(name="Labelled", codebook=codebook, annotators=trio, adjudicator=adjudicator,
-                         run_ids=[r.pk for r in runs])  # fmt: skip
-    code = mode_code(codebook, COLLISION)
-    for index, run in enumerate(runs[:-2]):
-        final = FinalCoding.objects.create(study=study, run=run, provenance="adjudicated", no_failure=index % 2 == 1)
-        if index % 2 == 0:
-            FinalLabel.objects.create(final=final, code=code, rationale="[test]", provenance="adjudicated")
-    return study
 
 
 def train_now(study, *, seed: int = 0, **params) -> SuggestionModel:

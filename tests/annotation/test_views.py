@@ -8,35 +8,9 @@ from rest_framework.test import APIClient
 from annotation.models import Annotation, Assignment
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import annotation_save
-from tests.conftest import client_for, mode_code
+from tests.factories import HTMX, client_for, coding_form, mine, mode_code, shared_run_assignments
 
 pytestmark = pytest.mark.django_db
-HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-def mine(study, user):
-    return Assignment.objects.filter(study=study, annotator=user).order_by("run_id")
-
-
-def shared_run_assignments(study, a, b):
-    """An assignment of `a` and one of `b` on the same run."""
-    for assignment in mine(study, a):
-        other = Assignment.objects.filter(study=study, run=assignment.run, annotator=b).first()
-        if other:
-            return assignment, other
-    raise AssertionError("no shared run")
-
-
-def form(code, version, rationale="because", evidence="", **extra):
-    data = {
-        "version": version,
-        "code": [code.pk],
-        f"rationale-{code.pk}": rationale,
-        f"evidence-{code.pk}": evidence,
-        "notes": "",
-    }
-    data.update(extra)
-    return data
 
 
 def test_queue_lists_only_my_runs(study, trio):
@@ -75,7 +49,7 @@ def test_autosave_and_conflict(study, trio, codebook):
     client = client_for(trio[0])
     code = mode_code(codebook, "same-file-collision")
     evidence = f"{assignment.run.source_name}:3\nc.jsonl:9"
-    response = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, evidence=evidence), **HTMX)
+    response = client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 1, evidence=evidence), **HTMX)
     body = response.content.decode()
     assert response.status_code == 200 and "version 2" in body
     assert 'hx-swap-oob="true"' in body
@@ -84,7 +58,7 @@ def test_autosave_and_conflict(study, trio, codebook):
     assert label.evidence == [f"{assignment.run.source_name}:3", "c.jsonl:9"]
     assert "c.jsonl:9: no file &#x27;c.jsonl&#x27; in the concurrent run" in body and "before you submit" in body
     assert f"{assignment.run.source_name}:3:" not in body
-    stale = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="other tab"), **HTMX)
+    stale = client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 1, rationale="other tab"), **HTMX)
     assert stale.status_code == 409 and "saved elsewhere" in stale.content.decode()
     assert Annotation.objects.get(assignment=assignment).labels.get().rationale == "because"
 
@@ -98,15 +72,18 @@ def test_a_conflict_never_hands_the_other_tab_the_new_version(study, trio, codeb
     code = mode_code(codebook, "same-file-collision")
     page = client.get(f"/annotate/{assignment.pk}/").content.decode()
     assert page.count('name="version"') == 1  # one version field in the form
-    assert client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="tab 1"), **HTMX).status_code == 200
-    conflict = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="tab 2"), **HTMX)
+    assert (
+        client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 1, rationale="tab 1"), **HTMX).status_code
+        == 200
+    )
+    conflict = client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 1, rationale="tab 2"), **HTMX)
     body = conflict.content.decode()
     assert conflict.status_code == 409 and 'name="version"' not in body  # the client keeps its version
     assert "tab 1" in body and 'data-keep-mine="2"' in body  # the saved one is shown, and the way to override it
-    again = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="tab 2, more"), **HTMX)
+    again = client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 1, rationale="tab 2, more"), **HTMX)
     assert again.status_code == 409
     assert Annotation.objects.get(assignment=assignment).labels.get().rationale == "tab 1"
-    kept = client.post(f"/annotate/{assignment.pk}/save/", form(code, 2, rationale="tab 2, more"), **HTMX)
+    kept = client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 2, rationale="tab 2, more"), **HTMX)
     assert kept.status_code == 200 and 'value="3" hx-swap-oob="true"' in kept.content.decode()
     assert Annotation.objects.get(assignment=assignment).labels.get().rationale == "tab 2, more"
 
@@ -117,7 +94,7 @@ def test_bad_input_is_422_and_names_the_field(study, trio, codebook):
     response = client.post(f"/annotate/{assignment.pk}/save/", {"version": "x"}, **HTMX)
     assert response.status_code == 422 and "version" in response.content.decode()
     code = mode_code(codebook, "same-file-collision")
-    response = client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, no_failure="on"), **HTMX)
+    response = client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 1, no_failure="on"), **HTMX)
     assert response.status_code == 422 and "excludes" in response.content.decode()
 
 
@@ -125,14 +102,14 @@ def test_submit_locks_and_moves_on(study, trio, codebook):
     assignment = mine(study, trio[0]).first()
     client = client_for(trio[0])
     code = mode_code(codebook, "lossy-handoff")
-    missing = client.post(f"/annotate/{assignment.pk}/submit/", form(code, 1, rationale=""), **HTMX)
+    missing = client.post(f"/annotate/{assignment.pk}/submit/", coding_form(code, 1, rationale=""), **HTMX)
     assert missing.status_code == 422 and "needs a rationale" in missing.content.decode()
     annotation = Annotation.objects.get(assignment=assignment)
-    response = client.post(f"/annotate/{assignment.pk}/submit/", form(code, annotation.version), **HTMX)
+    response = client.post(f"/annotate/{assignment.pk}/submit/", coding_form(code, annotation.version), **HTMX)
     assert response.status_code == 200 and response["HX-Redirect"] == "/annotate/next/"
     annotation.refresh_from_db()
     assert annotation.is_submitted
-    again = client.post(f"/annotate/{assignment.pk}/save/", form(code, annotation.version), **HTMX)
+    again = client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, annotation.version), **HTMX)
     assert again.status_code == 409 and "locked" in again.content.decode()
 
 
@@ -142,7 +119,7 @@ def test_blind_on_every_annotation_endpoint(study, trio, codebook):
     mine_a, theirs = shared_run_assignments(study, a, b)
     secret = "B-SECRET-RATIONALE"
     code = mode_code(codebook, "stale-handoff")
-    client_for(b).post(f"/annotate/{theirs.pk}/save/", form(code, 1, rationale=secret), **HTMX)
+    client_for(b).post(f"/annotate/{theirs.pk}/save/", coding_form(code, 1, rationale=secret), **HTMX)
     client = client_for(a)
     api = APIClient()
     api.force_authenticate(a)
@@ -150,8 +127,8 @@ def test_blind_on_every_annotation_endpoint(study, trio, codebook):
         client.get("/annotate/"),
         client.get(f"/annotate/{mine_a.pk}/"),
         client.get(f"/annotate/{theirs.pk}/"),
-        client.post(f"/annotate/{theirs.pk}/save/", form(code, 2), **HTMX),
-        client.post(f"/annotate/{theirs.pk}/submit/", form(code, 2), **HTMX),
+        client.post(f"/annotate/{theirs.pk}/save/", coding_form(code, 2), **HTMX),
+        client.post(f"/annotate/{theirs.pk}/submit/", coding_form(code, 2), **HTMX),
         api.get("/api/assignments/"),
         api.get(f"/api/annotations/{mine_a.pk}/"),
         api.get(f"/api/annotations/{theirs.pk}/"),
@@ -213,11 +190,14 @@ def test_a_refused_save_never_hands_the_page_a_newer_version(study, trio, codebo
     assignment = mine(study, trio[0]).first()
     client = client_for(trio[0])
     code = mode_code(codebook, "same-file-collision")
-    assert client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, rationale="tab 1"), **HTMX).status_code == 200
+    assert (
+        client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 1, rationale="tab 1"), **HTMX).status_code
+        == 200
+    )
     bad = client.post(f"/annotate/{assignment.pk}/save/", {"version": 1, "code": ["999999"]}, **HTMX)
     assert bad.status_code in (409, 422) and 'name="version"' not in bad.content.decode()
     # A refused submit after a good save does move the page on: what is on the page was saved.
-    refused = client.post(f"/annotate/{assignment.pk}/submit/", form(code, 2, rationale=""), **HTMX)
+    refused = client.post(f"/annotate/{assignment.pk}/submit/", coding_form(code, 2, rationale=""), **HTMX)
     assert refused.status_code == 422 and 'value="3" hx-swap-oob="true"' in refused.content.decode()
 
 
@@ -226,12 +206,14 @@ def test_the_annotate_page_keeps_episode_and_comparative_role(study, trio, codeb
     client = client_for(trio[0])
     code = mode_code(codebook, "same-file-collision")
     extra = {f"episode-{code.pk}": "ep-3", f"role-{code.pk}": "parallel_adverse"}
-    assert client.post(f"/annotate/{assignment.pk}/save/", form(code, 1, **extra), **HTMX).status_code == 200
+    assert client.post(f"/annotate/{assignment.pk}/save/", coding_form(code, 1, **extra), **HTMX).status_code == 200
     page = client.get(f"/annotate/{assignment.pk}/").content.decode()
     assert 'value="ep-3"' in page and 'value="parallel_adverse"' in page
     # the page posts them back, so a later web save keeps them
     assert (
-        client.post(f"/annotate/{assignment.pk}/save/", form(code, 2, rationale="more", **extra), **HTMX).status_code
+        client.post(
+            f"/annotate/{assignment.pk}/save/", coding_form(code, 2, rationale="more", **extra), **HTMX
+        ).status_code
         == 200
     )
     label = Annotation.objects.get(assignment=assignment).labels.get()

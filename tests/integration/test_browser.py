@@ -2,65 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-
 import pytest
 
-from tests.conftest import simple_run, skip_or_fail, submit_disagreement, write_jsonl
+from tests.factories import simple_run, submit_disagreement, write_jsonl
+from tests.integration.conftest import login
 from trajectories.models import Run
 from trajectories.services import import_paths
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-CHROMIUM = os.environ.get("PARALLAX_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
-
-
-@pytest.fixture
-def page(live_server):
-    if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
-        skip_or_fail(f"no Chromium at {CHROMIUM}")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("playwright is not installed")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls of the test are still synchronous.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        browser = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True, args=ARGS)
-        try:
-            pg = browser.new_page()
-            pg.set_default_timeout(15000)
-            yield pg
-        finally:
-            browser.close()
-
-
-def login(page, live_server, username, password):
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_selector("text=Log out")
-
-
-def wait_until_saved(page):
-    """Until the draft's status reads "Saved". A locator assertion, not `wait_for_function` with a
-    string: Playwright polls a string by `eval` in the page, which our CSP (no 'unsafe-eval')
-    refuses — so that wait failed whenever the save was not already done at its first check."""
-    from playwright.sync_api import expect
-
-    expect(page.locator("#save-status")).to_contain_text("Saved", timeout=30_000)
 
 
 def test_browse_a_pair_timeline_and_events(page, live_server, admin_user, tmp_path):
@@ -93,7 +42,7 @@ HOSTILE = [
 
 
 def test_hostile_trajectory_text_never_executes(page, live_server, admin_user, tmp_path):
-    from tests.conftest import ctx, ev, header, t
+    from tests.factories import ctx, ev, header, t
 
     lines = [header("xss"), ctx("main", start=t(0), end=t(5), label=HOSTILE[0])]
     lines += [ev("main", i, t(i), "message", text=text, tool=HOSTILE[1][:90]) for i, text in enumerate(HOSTILE)]

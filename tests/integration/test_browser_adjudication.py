@@ -6,13 +6,13 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Assignment, Discussion, FinalCoding
-from tests.conftest import cite, submit_disagreement
-from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
+from tests.factories import cite, submit_disagreement
+from tests.integration.conftest import login, wait_until_saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def code_with_keyboard(page, live_server, assignment, search, rationale):  # noqa: F811
+def code_with_keyboard(page, live_server, assignment, search, rationale):
     page.goto(f"{live_server.url}/annotate/{assignment.pk}/")
     page.wait_for_selector("#annotation-form")
     page.keyboard.press("/")
@@ -24,11 +24,11 @@ def code_with_keyboard(page, live_server, assignment, search, rationale):  # noq
     page.wait_for_url(lambda url: f"/annotate/{assignment.pk}/" not in url)
 
 
-def logout(page, live_server):  # noqa: F811
+def logout(page, live_server):
     page.context.clear_cookies()
 
 
-def test_disagreement_discussion_escalation_adjudication(page, live_server, study, trio, adjudicator):  # noqa: F811
+def test_disagreement_discussion_escalation_adjudication(page, live_server, study, trio, adjudicator):
     page.on("dialog", lambda dialog: dialog.accept())
     run = study.runs.order_by("pk").first()
     first, second = Assignment.objects.filter(study=study, run=run).order_by("slot").select_related("annotator")
@@ -104,7 +104,7 @@ def test_disagreement_discussion_escalation_adjudication(page, live_server, stud
     expect(page.locator("#save-status")).to_contain_text("locked: adjudicated, the final labels are recorded")
 
 
-def test_revising_in_a_discussion_says_so_and_the_discussion_shows_it(page, live_server, study, codebook):  # noqa: F811
+def test_revising_in_a_discussion_says_so_and_the_discussion_shows_it(page, live_server, study, codebook):
     run = study.runs.order_by("pk").first()
     discussion = submit_disagreement(study, run.pk, codebook, rationale="FIRST-RATIONALE")
     first = Assignment.objects.get(study=study, run=run, slot=1)

@@ -6,12 +6,12 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Annotation, Assignment
-from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
+from tests.integration.conftest import login, wait_until_saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_code_a_run_with_the_keyboard(page, live_server, study, trio):  # noqa: F811
+def test_code_a_run_with_the_keyboard(page, live_server, study, trio):
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/")
     page.locator("a.button", has_text="Next run").focus()
@@ -47,7 +47,7 @@ def test_code_a_run_with_the_keyboard(page, live_server, study, trio):  # noqa: 
     assert label.realized_consequence == "One edit was lost." and label.evidence == [anchor]
 
 
-def test_draft_survives_a_reload(page, live_server, study, trio):  # noqa: F811
+def test_draft_survives_a_reload(page, live_server, study, trio):
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/next/")
     page.wait_for_selector("#annotation-form")
@@ -64,7 +64,7 @@ def test_draft_survives_a_reload(page, live_server, study, trio):  # noqa: F811
     assert card.locator("textarea").first.input_value() == "Summary dropped the failing test name."
 
 
-def test_enter_in_search_never_unpicks(page, live_server, study, trio):  # noqa: F811
+def test_enter_in_search_never_unpicks(page, live_server, study, trio):
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/next/")
     page.wait_for_selector("#annotation-form")
@@ -78,7 +78,7 @@ def test_enter_in_search_never_unpicks(page, live_server, study, trio):  # noqa:
     assert page.locator("fieldset.label-card:not([hidden]) textarea").first.input_value() == "x"
 
 
-def test_cite_an_event_as_evidence(page, live_server, study, trio):  # noqa: F811
+def test_cite_an_event_as_evidence(page, live_server, study, trio):
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/next/")
     page.wait_for_selector("#annotation-form")
@@ -99,7 +99,7 @@ def test_cite_an_event_as_evidence(page, live_server, study, trio):  # noqa: F81
     expect(cited.locator("body")).to_contain_text("line 6")
 
 
-def test_a_second_episode_is_added_cited_into_and_removed(page, live_server, study, trio):  # noqa: F811
+def test_a_second_episode_is_added_cited_into_and_removed(page, live_server, study, trio):
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/next/")
     page.wait_for_selector("#annotation-form")
@@ -138,7 +138,7 @@ def test_a_second_episode_is_added_cited_into_and_removed(page, live_server, stu
     assert rationale.input_value() == "The second handoff lost the stack trace."
 
 
-def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, trio, monkeypatch):  # noqa: F811
+def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, trio, monkeypatch):
     """Ctrl+Enter while an autosave is in flight: the submit must queue behind it, not race it."""
     import time
 
@@ -168,7 +168,7 @@ def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, 
     assert annotation.labels.get().rationale == "Build output leaked between children."
 
 
-def test_two_tabs_on_one_coding_lose_nothing(page, live_server, study, trio):  # noqa: F811
+def test_two_tabs_on_one_coding_lose_nothing(page, live_server, study, trio):
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/next/")
     page.wait_for_selector("#annotation-form")
@@ -202,7 +202,7 @@ def test_two_tabs_on_one_coding_lose_nothing(page, live_server, study, trio):  #
     assert label.rationale == "Tab two's reading. And more."
 
 
-def test_a_save_the_server_fails_is_said_and_nothing_typed_is_lost(page, live_server, study, trio):  # noqa: F811
+def test_a_save_the_server_fails_is_said_and_nothing_typed_is_lost(page, live_server, study, trio):
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/next/")
     page.wait_for_selector("#annotation-form")
@@ -220,7 +220,7 @@ def test_a_save_the_server_fails_is_said_and_nothing_typed_is_lost(page, live_se
     wait_until_saved(page)
 
 
-def test_show_the_hints_and_cite_one_of_their_events(page, live_server, study, trio):  # noqa: F811
+def test_show_the_hints_and_cite_one_of_their_events(page, live_server, study, trio):
     """Under `always`: the panel offers the hints, one click shows them in place (recorded), and a hint's
     "cite" adds its event to the episode being written, as the events list's "cite" does."""
     from annotation.models import Study

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import client_for
-from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
+from tests.factories import client_for
+from tests.integration.conftest import login, wait_until_saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -16,7 +16,7 @@ def test_csp_header_is_enforcing(db, admin_user):
     assert "default-src 'self'" in csp and "script-src 'self'" in csp and "unsafe-inline" not in csp
 
 
-def test_no_csp_violation_on_the_main_pages(page, live_server, study, trio, adjudicator):  # noqa: F811
+def test_no_csp_violation_on_the_main_pages(page, live_server, study, trio, adjudicator):
     violations = []
     page.on(
         "console", lambda m: violations.append(f"{page.url}: {m.text}") if "Content Security Policy" in m.text else None

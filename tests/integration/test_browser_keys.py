@@ -7,25 +7,25 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Annotation, Assignment
-from tests.integration.test_browser import login, page, wait_until_saved  # noqa: F401 - `page` is a fixture
+from tests.integration.conftest import login, wait_until_saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def no_dialogs(page):  # noqa: F811
+def no_dialogs(page):
     opened = []
     page.on("dialog", lambda dialog: (opened.append(dialog.message), dialog.dismiss()))
     return opened
 
 
-def open_next(page, live_server) -> int:  # noqa: F811
+def open_next(page, live_server) -> int:
     page.goto(f"{live_server.url}/annotate/next/")
     page.wait_for_selector("#annotation-form")
     page.wait_for_load_state()  # the keyboard handlers (a deferred script) are in place
     return int(page.url.rstrip("/").split("/")[-1])
 
 
-def test_three_runs_coded_with_the_keyboard_alone(page, live_server, study, trio):  # noqa: F811
+def test_three_runs_coded_with_the_keyboard_alone(page, live_server, study, trio):
     """Per run: one number key, the rationale, Ctrl+Enter twice — and the next run opens with a
     confirmation of the one just submitted."""
     dialogs = no_dialogs(page)
@@ -55,7 +55,7 @@ def test_three_runs_coded_with_the_keyboard_alone(page, live_server, study, trio
     expect(page.locator("#save-status")).to_contain_text("Submitted")
 
 
-def test_search_ranks_names_before_definitions_and_undo_steps_back(page, live_server, study, trio):  # noqa: F811
+def test_search_ranks_names_before_definitions_and_undo_steps_back(page, live_server, study, trio):
     no_dialogs(page)
     login(page, live_server, "coder1", "pw-coder1")
     assignment_id = open_next(page, live_server)
@@ -87,7 +87,7 @@ def test_search_ranks_names_before_definitions_and_undo_steps_back(page, live_se
     assert not Annotation.objects.get(assignment_id=assignment_id).is_submitted
 
 
-def test_flag_skip_move_and_the_shortcut_list(page, live_server, study, trio):  # noqa: F811
+def test_flag_skip_move_and_the_shortcut_list(page, live_server, study, trio):
     no_dialogs(page)
     login(page, live_server, "coder1", "pw-coder1")
     first = open_next(page, live_server)
@@ -132,7 +132,7 @@ def test_flag_skip_move_and_the_shortcut_list(page, live_server, study, trio):  
     assert mine.index(previous) == mine.index(second) - 1
 
 
-def test_u_during_the_countdown_cancels_it_even_from_the_rationale(page, live_server, study, trio):  # noqa: F811
+def test_u_during_the_countdown_cancels_it_even_from_the_rationale(page, live_server, study, trio):
     login(page, live_server, "coder1", "pw-coder1")
     assignment_id = open_next(page, live_server)
     page.keyboard.press("1")  # the rationale has the focus
@@ -146,7 +146,7 @@ def test_u_during_the_countdown_cancels_it_even_from_the_rationale(page, live_se
     assert not annotation.is_submitted and annotation.labels.get().rationale == "why"
 
 
-def test_cite_after_an_undo_goes_to_the_episode_last_edited(page, live_server, study, trio):  # noqa: F811
+def test_cite_after_an_undo_goes_to_the_episode_last_edited(page, live_server, study, trio):
     login(page, live_server, "coder1", "pw-coder1")
     assignment_id = open_next(page, live_server)
     for key in ("1", "2"):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Assignment
-from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
+from tests.integration.conftest import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def box(page, selector: str) -> dict:  # noqa: F811
+def box(page, selector: str) -> dict:
     found = page.locator(selector).first.bounding_box()
     assert found is not None, f"{selector} is not laid out"
     return found
@@ -26,7 +26,7 @@ def stacked(top: dict, bottom: dict) -> bool:
 
 
 @pytest.mark.parametrize("width", [1440, 375])
-def test_the_pair_and_the_picker_sit_side_by_side_at_1440_and_stack_at_375(page, live_server, study, trio, width):  # noqa: F811
+def test_the_pair_and_the_picker_sit_side_by_side_at_1440_and_stack_at_375(page, live_server, study, trio, width):
     assignment = Assignment.objects.filter(study=study, annotator=trio[0]).order_by("pk").first()
     page.set_viewport_size({"width": width, "height": 900})
     login(page, live_server, "coder1", "pw-coder1")
@@ -45,7 +45,7 @@ def test_the_pair_and_the_picker_sit_side_by_side_at_1440_and_stack_at_375(page,
     assert side_by_side(picker, pair) if width == 1440 else stacked(picker, pair), (picker, pair)
 
 
-def test_the_picker_folds_away_and_the_runs_scroll_together(page, live_server, study, trio):  # noqa: F811
+def test_the_picker_folds_away_and_the_runs_scroll_together(page, live_server, study, trio):
     assignment = Assignment.objects.filter(study=study, annotator=trio[0]).order_by("pk").first()
     page.set_viewport_size({"width": 1440, "height": 420})
     login(page, live_server, "coder1", "pw-coder1")
@@ -69,8 +69,8 @@ def test_the_picker_folds_away_and_the_runs_scroll_together(page, live_server, s
     )
 
 
-def test_a_runs_artifacts_are_tabs(page, live_server, admin_user, tmp_path):  # noqa: F811
-    from tests.trajectories.test_run_files import parse_pair
+def test_a_runs_artifacts_are_tabs(page, live_server, admin_user, tmp_path):
+    from tests.factories import parse_pair
 
     concurrent, _ = parse_pair(tmp_path, patch=True)
     login(page, live_server, "boss", "pw-boss")

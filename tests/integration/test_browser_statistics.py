@@ -9,12 +9,12 @@ from playwright.sync_api import expect
 
 from annotation.analysis.store import analysis_refresh
 from annotation.models import Study
-from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
+from tests.integration.conftest import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_stale_figures_are_marked_and_replaced_when_the_worker_lands(page, live_server, study, adjudicator):  # noqa: F811
+def test_stale_figures_are_marked_and_replaced_when_the_worker_lands(page, live_server, study, adjudicator):
     analysis_refresh(study_id=study.pk)
     # A change whose refresh has not run yet (the worker is busy): the inputs' version moves on.
     Study.objects.filter(pk=study.pk).update(statistics_version=F("statistics_version") + 1)

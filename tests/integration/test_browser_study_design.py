@@ -13,16 +13,14 @@ from playwright.sync_api import expect
 from accounts.roles import ANNOTATOR
 from annotation.models import Annotation, Assignment, Label, Study
 from annotation.selectors.studies import study_balance
-from tests.annotation.test_add_runs import _more_pairs
-from tests.annotation.test_codebook_move import code
-from tests.conftest import _user
-from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
+from tests.factories import code_keys, more_pairs, new_user
+from tests.integration.conftest import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_study_designed_run_and_changed_in_the_browser(
-    page,  # noqa: F811
+    page,
     live_server,
     study,
     codebook,
@@ -31,7 +29,7 @@ def test_a_study_designed_run_and_changed_in_the_browser(
     admin_user,
     tmp_path,
 ):
-    fourth, fifth = _user("coder4", ANNOTATOR), _user("coder5", ANNOTATOR)
+    fourth, fifth = new_user("coder4", ANNOTATOR), new_user("coder5", ANNOTATOR)
     login(page, live_server, "senior", "pw-senior")
     page.goto(f"{live_server.url}/annotate/studies/")
     page.get_by_role("link", name="New study").click()
@@ -49,7 +47,7 @@ def test_a_study_designed_run_and_changed_in_the_browser(
     assert (second.coders_per_run, second.seed, second.annotators.count()) == (3, 11, 4)
 
     # runs arrive one at a time: each is assigned at once and the groups stay within one
-    for run_id in _more_pairs(tmp_path, 5):
+    for run_id in more_pairs(tmp_path, 5):
         page.get_by_label("Run ids").fill(str(run_id))
         page.get_by_role("button", name="Add runs").click()
         expect(page.locator(".messages")).to_contain_text("1 runs added and assigned")
@@ -58,7 +56,7 @@ def test_a_study_designed_run_and_changed_in_the_browser(
     expect(page.locator("text=coder groups")).to_be_visible()
 
     # coder1 codes one run, then leaves; coder5 takes their other runs; what coder1 coded stays theirs
-    coded = code(Assignment.objects.filter(study=second, annotator=trio[0]).first(), ["no-assembly-owner"])
+    coded = code_keys(Assignment.objects.filter(study=second, annotator=trio[0]).first(), ["no-assembly-owner"])
     page.get_by_label("Annotator leaving").select_option(label="coder1")
     page.get_by_label("New annotator").select_option(label="coder5")
     page.get_by_role("button", name="Replace", exact=True).click()

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import simple_run, write_jsonl
-from tests.integration.test_browser import login, page  # noqa: F401 - `page` is a fixture
+from tests.factories import simple_run, write_jsonl
+from tests.integration.conftest import login
 from trajectories.models import ImportBatch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_upload_checks_the_size_first_then_follows_the_import(page, live_server, admin_user, tmp_path, settings):  # noqa: F811
+def test_upload_checks_the_size_first_then_follows_the_import(page, live_server, admin_user, tmp_path, settings):
     big = write_jsonl(tmp_path / "big.jsonl", simple_run("too-big"))
     settings.PARALLAX_MAX_UPLOAD_BYTES = big.stat().st_size - 1
     login(page, live_server, "boss", "pw-boss")

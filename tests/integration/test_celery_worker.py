@@ -18,12 +18,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from config.celery import app as celery_app
-from tests.conftest import simple_run, skip_or_fail, write_jsonl
+from tests.conftest import skip_or_fail
+from tests.factories import ROOT, simple_run, write_jsonl
+from tests.integration.conftest import wait_done
 from trajectories import services, tasks
 from trajectories.models import ImportBatch, Run
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.django_db(transaction=True)]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def start_worker(tmp_path, broker: str, queue: str, name: str = "worker") -> subprocess.Popen:
@@ -96,19 +97,9 @@ class Worker:
 
     def wait_done(self, batch_id: int, timeout: float = 90) -> ImportBatch:
         try:
-            return _wait_done(batch_id, timeout)
+            return wait_done(batch_id, timeout)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n--- worker log ---\n{self.log.read_text()[-4000:]}") from None
-
-
-def _wait_done(batch_id: int, timeout: float = 90) -> ImportBatch:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        batch = ImportBatch.objects.get(pk=batch_id)
-        if batch.is_finished:
-            return batch
-        time.sleep(0.3)
-    raise AssertionError(f"batch {batch_id} not finished after {timeout}s")
 
 
 def test_worker_imports_an_uploaded_batch_exactly_once(worker, tmp_path, admin_user):
@@ -131,7 +122,7 @@ def test_killed_worker_leaves_no_partial_run_and_a_retry_imports_once(worker, tm
     batch (what a redelivered task does) imports the rest, each run exactly once."""
     import zipfile
 
-    from tests.conftest import ctx, ev, header, t
+    from tests.factories import ctx, ev, header, t
     from trajectories.models import Event
 
     bundle = tmp_path / "many.zip"
@@ -176,8 +167,7 @@ def test_the_worker_computes_a_studys_statistics_and_stores_them_with_their_vers
     from annotation.analysis.inputs import read_inputs
     from annotation.models import Assignment, Study, StudyStatistics
     from annotation.tasks import refresh_study_statistics
-    from tests.annotation.test_discussion import code_run
-    from tests.conftest import mode_code
+    from tests.factories import code_run, mode_code
 
     lossy = mode_code(codebook, "lossy-handoff")
     for run in study.runs.all():
@@ -190,7 +180,7 @@ def test_the_worker_computes_a_studys_statistics_and_stores_them_with_their_vers
         assert time.monotonic() < deadline, f"no statistics after 90 s\n{worker.log.read_text()[-4000:]}"
         time.sleep(0.3)
     stored = StudyStatistics.objects.get(study=study)
-    live = compute.agreement(read_inputs(study, parts=("agreement",)), resamples=1000)
+    live = compute.agreement(read_inputs(study, parts=("agreement",)))  # the worker's resamples
     assert stored.payload["agreement"]["headline"] == live["headline"]
     assert stored.payload["table3"]["instances"] == 6  # every run agreed on one mode: six final instances
 
@@ -201,7 +191,7 @@ def test_the_worker_trains_a_suggestions_model_reporting_its_progress(worker, tm
     from annotation.models import RunSuggestion, SuggestionModel
     from annotation.services.suggestions import suggestions_train_request
     from annotation.tasks import train_suggestions
-    from tests.annotation.test_suggestions import labelled_study
+    from tests.factories import labelled_study
 
     study = labelled_study(tmp_path, codebook, trio, adjudicator)
     model = suggestions_train_request(study=study, actor=adjudicator, seed=2, queue=False)

@@ -17,8 +17,8 @@ from django.db import connection
 from kombu import Connection
 
 from config.celery import app as celery_app
-from tests.conftest import simple_run, write_jsonl
-from tests.integration.test_celery_worker import ROOT, _wait_done
+from tests.factories import ROOT, simple_run, write_jsonl
+from tests.integration.conftest import wait_done
 from trajectories import services, tasks
 from trajectories.models import ImportBatch, Run
 
@@ -76,7 +76,7 @@ def test_the_demo_worker_imports_an_upload_off_the_request(demo_worker, tmp_path
         celery_app.conf.task_always_eager = saved
     assert ImportBatch.objects.get(pk=batch.pk).status == "pending"  # queued, not run here
     try:
-        batch = _wait_done(batch.pk, timeout=60)
+        batch = wait_done(batch.pk, timeout=60)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- worker log ---\n{log.read_text()[-3000:]}") from None
     assert (batch.status, batch.imported, batch.failed) == ("done", 3, 0), batch.report

@@ -20,7 +20,8 @@ from django.db import connection
 from django.test import Client
 
 from annotation.models import Annotation, Assignment
-from tests.conftest import _user, simple_run, skip_or_fail, write_jsonl
+from tests.conftest import skip_or_fail
+from tests.factories import new_user, simple_run, write_jsonl
 from trajectories.models import Run
 from trajectories.services import import_paths
 
@@ -39,7 +40,7 @@ def test_thirty_annotators_autosaving(live_server, study, codebook, tmp_path, ca
     runs = list(Run.objects.filter(task__external_id__startswith="load-").order_by("pk"))
     sessions = []
     for i in range(USERS):
-        user = _user(f"load{i:02d}")
+        user = new_user(f"load{i:02d}")
         assignment = Assignment.objects.create(
             study=study, run=runs[i // 2], annotator=user, slot=1 + i % 2, position=1
         )

@@ -16,7 +16,8 @@ from annotation.models import Annotation, Assignment
 from annotation.selectors.queue import annotation_for
 from annotation.services.coding import annotation_save
 from annotation.services.studies import assignment_add, study_assign
-from tests.conftest import _user, skip_or_fail
+from tests.conftest import skip_or_fail
+from tests.factories import new_user
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -60,7 +61,7 @@ def test_concurrent_assign_calls_give_exactly_two_per_run(study):
 def test_two_requests_for_the_last_slot_one_wins(study):
     run = study.runs.first()
     Assignment.objects.filter(study=study, run=run, slot=2).delete()
-    x, y = _user("extra-x"), _user("extra-y")
+    x, y = new_user("extra-x"), new_user("extra-y")
     results = race(
         lambda: assignment_add(study=study, run=run, annotator=x),
         lambda: assignment_add(study=study, run=run, annotator=y),
@@ -93,7 +94,7 @@ def test_lost_update_is_impossible(study, trio):
 def test_racing_http_saves_never_lose_an_update(study, trio):
     """Two clients post the annotate form at once with the same version, over HTTP: one is saved,
     the other gets 409 without the new version, and its retry with its own version is refused too."""
-    from tests.conftest import client_for
+    from tests.factories import client_for
 
     assignment = Assignment.objects.filter(study=study, annotator=trio[0]).first()
     url = f"/annotate/{assignment.pk}/save/"
@@ -120,7 +121,7 @@ def test_two_rulings_sent_at_once_record_one_final(study, codebook, adjudicator)
     case is adjudicated (409), never a server error or a second final coding."""
     from annotation.models import Discussion, FinalCoding
     from annotation.services.review import discussion_escalate
-    from tests.conftest import client_for, submit_disagreement
+    from tests.factories import client_for, submit_disagreement
 
     run = study.runs.order_by("pk").first()
     discussion = submit_disagreement(study, run.pk, codebook)

@@ -13,7 +13,7 @@ from taxonomy.services import (
     codebook_new_version,
 )
 from taxonomy.tree import CSV_COLUMNS, TreeError
-from tests.conftest import REAL
+from tests.factories import REAL
 
 pytestmark = pytest.mark.django_db
 
@@ -150,7 +150,7 @@ def test_frozen_means_frozen_in_the_admin_and_the_models(admin_user, codebook, t
     from annotation.services.studies import study_create
     from taxonomy.models import Code, FrozenCodebookError
     from taxonomy.services import codebook_new_version
-    from tests.conftest import client_for
+    from tests.factories import client_for
 
     assert codebook.is_frozen
     client = client_for(admin_user)

@@ -20,7 +20,7 @@ from taxonomy.services import (
     codes_merge,
 )
 from taxonomy.tree import TreeError, parse_key_map, parse_parts
-from tests.conftest import client_for
+from tests.factories import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -340,7 +340,7 @@ def test_study_codebook_examples_are_the_published_words(codebook):
     """Each published text is the record's own (review.json of the study's one published pair)."""
     import json
 
-    from tests.conftest import REAL
+    from tests.factories import REAL
 
     review = json.loads((REAL / "paper-annotations/nl2repo__dictdatabase__codex/review.json").read_text())
     reasons = {c["third_label"]: c["reason"] for t in review["taxonomy_decisions"] for c in t["candidates"]}

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from annotation.access import RUN_ACCESS
 from annotation.models import Assignment
-from tests.conftest import client_for, simple_run, write_jsonl
+from tests.factories import client_for, simple_run, write_jsonl
 from trajectories import access
 from trajectories.models import AgentContext, Run
 from trajectories.services import import_paths

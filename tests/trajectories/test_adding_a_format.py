@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from tests.conftest import simple_run, write_jsonl
+from tests.factories import simple_run, write_jsonl
 from trajectories.formats import registry
 from trajectories.formats.common import iter_json_lines
 from trajectories.formats.records import (

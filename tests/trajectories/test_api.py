@@ -4,7 +4,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from tests.conftest import simple_run, write_jsonl
+from tests.factories import simple_run, write_jsonl
 from trajectories.models import ImportBatch, Run
 from trajectories.services import import_paths
 

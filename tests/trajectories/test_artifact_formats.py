@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.conftest import FIXTURES, REAL, write_jsonl
+from tests.factories import FIXTURES, REAL, write_jsonl
 from trajectories.models import AgentContext, Event, Run
 from trajectories.services import import_paths
 

@@ -9,7 +9,7 @@ import pytest
 from django.apps import apps
 from django.urls import reverse
 
-from tests.conftest import FIXTURES, REAL, simple_run, write_jsonl
+from tests.factories import FIXTURES, REAL, simple_run, write_jsonl
 from trajectories.benchmarks import ALIASES, canonical_benchmark, merge_plan
 from trajectories.models import AgentSystem, Benchmark, Run, Task
 from trajectories.selectors import run_twin

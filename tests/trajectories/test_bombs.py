@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from tests.conftest import simple_run, write_jsonl
+from tests.factories import simple_run, write_jsonl
 from trajectories.models import Run
 from trajectories.services import import_paths
 

@@ -13,82 +13,15 @@ from datetime import timedelta
 
 import pytest
 
-from tests.conftest import write_jsonl
+from tests.factories import CLAUDE_SID, claude_call, claude_line, claude_result, claude_session, write_jsonl
 from trajectories.models import AgentContext, Event, Run
 from trajectories.services import import_paths
 
 pytestmark = pytest.mark.django_db
 
-SID = "c6d74503-f6d8-4e90-8d4e-a0c06f8ba1c1"
-
-
-def ts(second: int) -> str:
-    return f"2026-08-15T09:{40 + second // 60:02d}:{second % 60:02d}.000Z"
-
-
-def line(kind: str, second: int, content, **extra) -> dict:
-    role = "assistant" if kind == "assistant" else "user"
-    return {"type": kind, "sessionId": SID, "timestamp": ts(second), "message": {"role": role, "content": content},
-            "uuid": f"u{second}-{kind}", **extra}  # fmt: skip
-
-
-def call(second: int, tool: str, tool_id: str, **args) -> dict:
-    return line("assistant", second, [{"type": "tool_use", "id": tool_id, "name": tool, "input": args}])
-
-
-def result(second: int, tool_id: str, text: str) -> dict:
-    return line("user", second, [{"type": "tool_result", "tool_use_id": tool_id, "content": text}])
-
-
-def session(tmp_path):
-    project = tmp_path / "projects" / "-testbed"
-    write_jsonl(project / f"{SID}.jsonl", [
-        {"type": "queue-operation", "operation": "enqueue", "sessionId": SID, "timestamp": ts(0)},
-        line("user", 0, "Fix the FITS card bug."),
-        call(5, "Agent", "toolu_scout", description="scout the tests", prompt="Find the failing tests."),
-        call(8, "Workflow", "toolu_wf", script="export const meta = { name: 'fix-it' }"),
-        result(9, "toolu_wf", "Workflow fix-it started in the background as task tsk12345"),
-        result(60, "toolu_scout", "Two tests fail."),
-        line("assistant", 61, [{"type": "text", "text": "Done."}]),
-    ])  # fmt: skip
-    sub = project / SID / "subagents"
-    write_jsonl(sub / "agent-a1.jsonl", [
-        line("user", 6, "Find the failing tests.", agentId="a1", isSidechain=True),
-        call(10, "Bash", "toolu_b1", command="pytest -x"),
-        call(12, "Agent", "toolu_deep", description="read one file", prompt="Check card.py."),
-        result(40, "toolu_deep", "card.py:862 unescapes twice"),
-        line("assistant", 59, [{"type": "text", "text": "Two tests fail."}]),
-    ])  # fmt: skip
-    write_jsonl(sub / "agent-a2.jsonl", [
-        line("user", 13, "Check card.py.", agentId="a2", isSidechain=True),
-        line("assistant", 39, [{"type": "text", "text": "card.py:862 unescapes twice"}]),
-    ])  # fmt: skip
-    wf = sub / "workflows" / "wf_abc123"
-    for agent, start, end in (("w1", 10, 20), ("w2", 21, 50), ("w3", 10, 45)):
-        write_jsonl(wf / f"agent-{agent}.jsonl", [
-            line("user", start, f"slot prompt {agent}", agentId=agent, isSidechain=True),
-            line("assistant", end, [{"type": "text", "text": "ok"}]),
-        ])  # fmt: skip
-    write_jsonl(wf / "journal.jsonl", [
-        {"type": "started", "key": "v2:slot-try", "agentId": "w1"},
-        {"type": "started", "key": "v2:slot-check", "agentId": "w3"},
-        {"type": "started", "key": "v2:slot-try", "agentId": "w2"},  # the same slot, a new agent: a retry
-        {"type": "result", "key": "v2:slot-check", "agentId": "w3", "result": {}},
-    ])  # fmt: skip
-    progress = [{"type": "workflow_phase", "index": 1, "title": "Try"}]
-    for agent, label, start, end in (("w1", "try", 10, 20), ("w2", "try", 21, 50), ("w3", "check", 10, 45)):
-        progress.append({"type": "workflow_agent", "agentId": agent, "label": label, "phaseTitle": "Try",
-                         "startedAt": 1786786800000 + start * 1000, "lastProgressAt": 1786786800000 + end * 1000,
-                         "state": "completed"})  # fmt: skip
-    state = {"runId": "wf_abc123", "taskId": "tsk12345", "workflowName": "fix-it", "status": "completed",
-             "startTime": 1786786810000, "durationMs": 40000, "workflowProgress": progress}  # fmt: skip
-    (project / SID / "workflows").mkdir(parents=True)
-    (project / SID / "workflows" / "wf_abc123.json").write_text(json.dumps(state))
-    return tmp_path / "projects"
-
 
 def test_calls_are_tied_to_the_sub_agents_they_started(tmp_path):
-    report = import_paths(paths=[session(tmp_path)])
+    report = import_paths(paths=[claude_session(tmp_path)])
     assert [r.status for r in report.results] == ["imported"], report.results
     run = Run.objects.get()
     contexts = {c.external_id: c for c in AgentContext.objects.filter(run=run).select_related("parent")}
@@ -107,7 +40,7 @@ def test_calls_are_tied_to_the_sub_agents_they_started(tmp_path):
 
 
 def test_a_retried_workflow_slot_is_attempts_of_one_slot(tmp_path):
-    import_paths(paths=[session(tmp_path)])
+    import_paths(paths=[claude_session(tmp_path)])
     run = Run.objects.get()
     labels = dict(AgentContext.objects.filter(run=run).values_list("external_id", "label"))
     assert labels["w1"] == "fix-it / Try / try · attempt 1 of 2"
@@ -123,7 +56,7 @@ def test_a_retried_workflow_slot_is_attempts_of_one_slot(tmp_path):
 
 def test_a_retry_is_timed_by_its_own_transcript(tmp_path):
     """The state's startedAt of a retried slot is the slot's first start: the retry's own lines time it."""
-    import_paths(paths=[session(tmp_path)])
+    import_paths(paths=[claude_session(tmp_path)])
     contexts = {c.external_id: c for c in AgentContext.objects.filter(run=Run.objects.get())}
     assert contexts["w2"].started_at == contexts["w1"].started_at + timedelta(seconds=11)  # its first line, 0:21
     assert contexts["w2"].duration_s == 29  # 0:21 .. 0:50
@@ -157,29 +90,29 @@ def test_a_journal_of_an_unknown_format_is_refused(tmp_path):
 
 def _second_workflow(projects, *, run_id: str, task_id: str, name: str, agent: str) -> None:
     """Another workflow of the session: its state, its journal and its one agent's transcript."""
-    session_dir = projects / "-testbed" / SID
+    session_dir = projects / "-testbed" / CLAUDE_SID
     state = {"runId": run_id, "taskId": task_id, "workflowName": name, "status": "completed",
              "workflowProgress": [{"type": "workflow_agent", "agentId": agent, "label": "again", "phaseTitle": "Try",
                                    "state": "completed"}]}  # fmt: skip
     (session_dir / "workflows" / f"{run_id}.json").write_text(json.dumps(state))
     folder = session_dir / "subagents" / "workflows" / run_id
     write_jsonl(folder / "journal.jsonl", [{"type": "started", "key": "v2:again", "agentId": agent}])
-    write_jsonl(folder / f"agent-{agent}.jsonl", [line("user", 70, "again", agentId=agent, isSidechain=True)])
+    write_jsonl(folder / f"agent-{agent}.jsonl", [claude_line("user", 70, "again", agentId=agent, isSidechain=True)])
 
 
 def _calls_with_results(projects, calls: list[tuple[str, str, str]]) -> None:
     """Replace the main transcript's Workflow call by these: (tool_use id, script, result text)."""
-    main = projects / "-testbed" / f"{SID}.jsonl"
+    main = projects / "-testbed" / f"{CLAUDE_SID}.jsonl"
     lines = [json.loads(raw) for raw in main.read_text().splitlines()]
     kept = [ln for ln in lines if "toolu_wf" not in json.dumps(ln)]
     for n, (tool_id, script, said) in enumerate(calls):
-        kept += [call(62 + 2 * n, "Workflow", tool_id, script=script), result(63 + 2 * n, tool_id, said)]
+        kept += [claude_call(62 + 2 * n, "Workflow", tool_id, script=script), claude_result(63 + 2 * n, tool_id, said)]
     write_jsonl(main, kept)
 
 
 def test_two_runs_of_one_workflow_are_told_apart_by_what_each_call_returned(tmp_path):
     """The same workflow run twice: the calls' scripts name it alike, their results name each run's task."""
-    projects = session(tmp_path)
+    projects = claude_session(tmp_path)
     _second_workflow(projects, run_id="wf_def456", task_id="tsk67890", name="fix-it", agent="w4")
     _calls_with_results(projects, [
         ("toolu_one", "export const meta = { name: 'fix-it' }", "Workflow launched in background. Task ID: tsk67890"),
@@ -194,7 +127,7 @@ def test_two_runs_of_one_workflow_are_told_apart_by_what_each_call_returned(tmp_
 
 
 def test_a_workflow_call_is_tied_to_the_workflow_its_script_names_when_its_result_names_none(tmp_path):
-    projects = session(tmp_path)
+    projects = claude_session(tmp_path)
     _second_workflow(projects, run_id="wf_def456", task_id="tsk67890", name="fix-it-twice", agent="w4")
     _calls_with_results(projects, [
         ("toolu_one", "export const meta = { name: 'fix-it-twice' }", "started"),
@@ -208,8 +141,8 @@ def test_a_workflow_call_is_tied_to_the_workflow_its_script_names_when_its_resul
 
 @pytest.mark.parametrize(("field", "value"), [("logs", 5), ("workflowProgress", {"type": "workflow_agent"})])
 def test_a_workflow_state_of_the_wrong_shape_fails_its_run_naming_the_field(tmp_path, field, value):
-    projects = session(tmp_path)
-    state_file = projects / "-testbed" / SID / "workflows" / "wf_abc123.json"
+    projects = claude_session(tmp_path)
+    state_file = projects / "-testbed" / CLAUDE_SID / "workflows" / "wf_abc123.json"
     state = json.loads(state_file.read_text())
     state[field] = value
     state_file.write_text(json.dumps(state))

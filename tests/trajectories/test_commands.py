@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.conftest import FIXTURES, simple_run, write_jsonl
+from tests.factories import FIXTURES, simple_run, write_jsonl
 from trajectories.generate import task_list
 from trajectories.metrics import METRIC_FIELDS
 from trajectories.models import Run

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from tests.conftest import simple_run, write_jsonl
+from tests.factories import simple_run, write_jsonl
 from trajectories.selectors import filter_choices
 from trajectories.services import import_paths
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import FIXTURES, REAL, write_jsonl
+from tests.factories import FIXTURES, REAL, write_jsonl
 from trajectories.models import AgentContext, Event, Run
 from trajectories.services import import_paths
 
@@ -167,7 +167,7 @@ def test_study_corpus_tree_imports_cells_with_outcomes(tmp_path):
 
 def test_corpus_cell_pairs_with_a_parallax_twin(tmp_path):
     """The cell's folder says `swebench_verified`, the twin's header `SWE-bench Verified`: one benchmark."""
-    from tests.conftest import ctx, ev, header, t
+    from tests.factories import ctx, ev, header, t
     from trajectories.selectors import run_twin
 
     shutil.copytree(FIXTURES / "corpus", tmp_path / "corpus")
@@ -184,7 +184,7 @@ def test_corpus_cell_pairs_with_a_parallax_twin(tmp_path):
 
 
 def test_twin_with_a_different_prompt_is_refused(tmp_path):
-    from tests.conftest import ctx, header, t
+    from tests.factories import ctx, header, t
 
     shutil.copytree(FIXTURES / "corpus", tmp_path / "corpus")
     import_paths(paths=[tmp_path / "corpus"])

@@ -11,7 +11,7 @@ import zipfile
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tests.conftest import REAL, simple_run, write_jsonl
+from tests.factories import REAL, simple_run, write_jsonl
 from trajectories import services
 from trajectories.forms import UploadForm
 from trajectories.models import AgentContext, ImportBatch, Run

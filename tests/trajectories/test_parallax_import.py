@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from tests.conftest import ctx, ev, header, simple_run, t, write_jsonl
+from tests.factories import ctx, ev, header, simple_run, t, write_jsonl
 from trajectories import writer
 from trajectories.models import AgentContext, Benchmark, Event, Run, Task
 from trajectories.services import import_paths

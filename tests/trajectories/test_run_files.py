@@ -8,12 +8,11 @@ the real `codex exec --json` excerpt, as `cell/trajectory.jsonl`."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 from django.test import override_settings
 
-from tests.conftest import FIXTURES, client_for
+from tests.factories import CELLS, EXEC, PATCH, TEST_OUTPUT, client_for, parse_pair
 from trajectories.artifacts import AnchorError, diff_files, parse_anchor
 from trajectories.evaluation import pytest_output
 from trajectories.models import Run, RunFile
@@ -21,49 +20,6 @@ from trajectories.selectors import resolve_anchor
 from trajectories.services import import_paths
 
 pytestmark = pytest.mark.django_db
-
-CELLS = FIXTURES / "artifact-excerpts" / "cells"
-EXEC = FIXTURES / "artifact-excerpts" / "codex-exec" / "trajectory__EXCERPT_lines1-9.jsonl"
-PATCH = """diff --git a/parse.py b/parse.py
-new file mode 100644
---- /dev/null
-+++ b/parse.py
-@@ -0,0 +1,3 @@
-+def parse(fmt, text):
-+    return None
-+
-diff --git a/README.rst b/README.rst
---- a/README.rst
-+++ b/README.rst
-@@ -1,2 +1,2 @@
- parse
--=====
-+======
-"""
-TEST_OUTPUT = """============================= test session starts ==============================
-tests/test_parse.py::test_no_match PASSED                                [ 33%]
-tests/test_parse.py::test_named FAILED                                   [ 66%]
-tests/test_parse.py::test_spans PASSED                                   [100%]
-=========================== short test summary info ============================
-FAILED tests/test_parse.py::test_named - AssertionError: assert None == {'a': 1}
-"""
-
-
-def parse_pair(tmp_path: Path, *, patch: bool = False) -> tuple[Run, Run]:
-    """The study's nl2repo/parse/codex pair, each cell with the exec excerpt as its log."""
-    root = tmp_path / "artifact"
-    shutil.copytree(CELLS / "nl2repo" / "parse", root / "nl2repo" / "parse")
-    pair = root / "nl2repo" / "parse" / "codex"
-    for mode in ("parallel", "serial"):
-        shutil.copy(EXEC, pair / mode / "cell" / "trajectory.jsonl")
-    if patch:
-        (pair / "serial" / "cell" / "model.patch").write_text(PATCH)
-        (pair / "serial" / "cell" / "evaluation").mkdir()
-        (pair / "serial" / "cell" / "evaluation" / "test_output.txt").write_text(TEST_OUTPUT)
-    report = import_paths(paths=[root])
-    assert [r.status for r in report.results] == ["imported", "imported"], report.results
-    runs = {run.mode: run for run in Run.objects.all()}
-    return runs["concurrent"], runs["sequential"]
 
 
 def test_a_cells_artifacts_are_stored_with_its_run(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import client_for
+from tests.factories import client_for
 from trajectories import views
 
 pytestmark = pytest.mark.django_db

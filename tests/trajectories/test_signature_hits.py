@@ -10,8 +10,7 @@ from collections import defaultdict
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.conftest import FIXTURES, REAL, client_for, simple_run, write_jsonl
-from tests.trajectories.test_claude_links import line, session
+from tests.factories import FIXTURES, REAL, claude_line, claude_session, client_for, simple_run, write_jsonl
 from trajectories.generate import MANIFEST_NAME, PLANTS, generate_planted
 from trajectories.models import Run, SignatureHit
 from trajectories.services import import_paths
@@ -92,11 +91,11 @@ def test_claude_code_workflow_killed_sub_agent_without_the_parents_log_claims_no
 
 
 def test_claude_code_retried_slot_that_redoes_no_work_is_not_a_checkpoint_free_retry(tmp_path):
-    projects = session(tmp_path)  # the Claude Code 2.1.207 layout of the real workflow, built small
+    projects = claude_session(tmp_path)  # the Claude Code 2.1.207 layout of the real workflow, built small
     w2 = projects / "-testbed" / "c6d74503-f6d8-4e90-8d4e-a0c06f8ba1c1" / "subagents" / "workflows" / "wf_abc123"
     write_jsonl(w2 / "agent-w2.jsonl", [
-        line("user", 21, "slot prompt w1", agentId="w2", isSidechain=True),  # attempt 2 gets attempt 1's prompt
-        line("assistant", 50, [{"type": "text", "text": "ok"}]),
+        claude_line("user", 21, "slot prompt w1", agentId="w2", isSidechain=True),  # attempt 2 gets attempt 1's prompt
+        claude_line("assistant", 50, [{"type": "text", "text": "ok"}]),
     ])  # fmt: skip
     # Attempt 2 starts from attempt 1's prompt (a retry does) but redoes none of its work: not claimed.
     assert "checkpoint_free_retry" not in _hits(_imported(projects))

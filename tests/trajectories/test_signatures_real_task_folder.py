@@ -18,7 +18,7 @@ import pytest
 from annotation.models import Study
 from annotation.selectors.queue import annotation_for
 from annotation.services.hints import annotation_hints_show
-from tests.conftest import client_for
+from tests.factories import client_for
 from trajectories.models import Run, SignatureHit
 from trajectories.selectors import resolve_anchor, run_hints
 from trajectories.signatures import DETECTOR_MODES

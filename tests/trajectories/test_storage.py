@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from tests.conftest import ctx, ev, header, simple_run, t, write_jsonl
+from tests.factories import ctx, ev, header, simple_run, t, write_jsonl
 from trajectories import services, writer
 from trajectories.formats.records import ContextRecord, EventRecord, RunHeader, RunSource
 from trajectories.models import AgentContext, Event, Run, Task

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.urls import reverse
 
-from tests.conftest import client_for, simple_run, write_jsonl
+from tests.factories import client_for, simple_run, write_jsonl
 from trajectories.models import Run
 from trajectories.services import import_paths
 from trajectories.timeline import COMPACT_THRESHOLD, LaneInput, build_timeline
@@ -100,7 +100,7 @@ def test_a_run_without_timestamps_says_so(browser_client, tmp_path):
 
 @pytest.mark.django_db
 def test_someone_elses_run_has_no_timeline(tmp_path, trio):
-    """An annotator sees only the runs of their own assignments (tests/test_authorization.py)."""
+    """An annotator sees only the runs of their own assignments (tests/test_routes.py)."""
     import_paths(paths=[write_jsonl(tmp_path / "c.jsonl", simple_run("t-hidden", n_sub=1))])
     response = client_for(trio[0]).get(reverse("trajectories:run_timeline", args=[Run.objects.get().pk]))
     assert response.status_code == 404

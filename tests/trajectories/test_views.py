@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import simple_run, write_jsonl
+from tests.factories import simple_run, write_jsonl
 from trajectories.models import AgentContext, ImportBatch, Run
 from trajectories.services import import_paths
 
@@ -119,7 +119,7 @@ def test_run_detail_404(browser_client):
 
 
 def test_events_fragment_paginates(browser_client, tmp_path):
-    from tests.conftest import ctx, ev, header, t
+    from tests.factories import ctx, ev, header, t
 
     lines = [header(), ctx("main", start=t(0), end=t(500))] + [ev("main", i, t(i * 0.1)) for i in range(250)]
     import_paths(paths=[write_jsonl(tmp_path / "big.jsonl", lines)])
@@ -139,7 +139,7 @@ def test_events_of_another_runs_context_is_404(browser_client, pair):
 
 
 def test_trajectory_text_is_escaped(browser_client, tmp_path):
-    from tests.conftest import ctx, ev, header, t
+    from tests.factories import ctx, ev, header, t
 
     evil = '<script>alert(1)</script><img src=x onerror="alert(2)">'
     lines = [header(), ctx("main", start=t(0), end=t(5), label=evil), ev("main", 0, t(1), "message", text=evil)]

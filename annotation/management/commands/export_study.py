@@ -4,8 +4,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotation.analysis.store import analysis_refresh
 from annotation.management.studies import study_from_ref
-from annotation.selectors.bundle import study_bundle
+from annotation.selectors.bundle import write_bundle
 
 
 class Command(BaseCommand):
@@ -21,8 +22,11 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         study = study_from_ref(options["study"])
         out: Path = options["out"]
+        analysis_refresh(study_id=study.pk)  # in the foreground: the figures it carries are the study's now
         try:
-            out.write_bytes(study_bundle(study))
+            with out.open("wb") as file:
+                write_bundle(study, file)
         except OSError as exc:
+            out.unlink(missing_ok=True)
             raise CommandError(f"{out}: cannot write ({exc})") from exc
         self.stdout.write(self.style.SUCCESS(f"wrote {out} for study {study.name!r}"))
