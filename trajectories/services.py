@@ -455,6 +455,9 @@ def run_signatures_store(*, run_ids: list[int]) -> int:
         "ended_at",
         "status",
         "workflow",
+        "slot",
+        "attempt",
+        "attempts",
     )
     for row in AgentContext.objects.filter(run_id__in=run_ids).order_by().values(*fields, "position"):
         names[row["pk"]] = row["external_id"]

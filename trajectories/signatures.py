@@ -22,8 +22,9 @@ from datetime import UTC, datetime
 
 # 3: measured against the study's published decisions (issue 30): a blocked parent only when its wait
 # timed out; a killed child only when the run went on without it; fan-out that the run's end cut off;
-# retries only when they redo work; duplicated reads only before any write; artifact leakage into the
-# final patch; every hit says what its events show and what would make it wrong.
+# retries only when they redo work, attempts read from the importer's workflow slots; duplicated reads
+# only before any write; artifact leakage into the final patch; every hit says what its events show and
+# what would make it wrong.
 DETECTOR_VERSION = 3
 
 # Thresholds (docs/signatures.md says why each is what it is).
@@ -110,6 +111,23 @@ class Agent:
     status: str = ""
     position: int = 0
     workflow: str = ""  # the workflow (its run id) the agent ran in, if any
+    slot: str = ""  # the workflow slot it fills (a retried slot runs under a new agent id per attempt)
+    attempt: int | None = None  # which attempt of its slot it is (1-based), and how many the slot had
+    attempts: int | None = None
+
+    def retry_slot(self) -> tuple[str, int] | None:
+        """The slot this agent is an attempt of, and which attempt: the importer's slot and attempt (Claude
+        Code workflows), else a label "… · attempt k of n" (formats that only name it, the planted corpus)."""
+        if self.slot and self.attempt is not None:
+            return f"{self.workflow}/{self.slot}" if self.workflow else self.slot, self.attempt
+        if m := _ATTEMPT.match(self.label):
+            return m["slot"], int(m["k"])
+        return None
+
+    @property
+    def slot_name(self) -> str:
+        """The slot as an annotator reads it (the label's part before " · attempt")."""
+        return self.slot or (m["slot"] if (m := _ATTEMPT.match(self.label)) else self.label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,7 +396,8 @@ def trace_from_rows(agents: Iterable[Mapping], events: Iterable[Mapping], patch:
     """The one place where stored rows (or parsed records as dicts) become a Trace.
 
     `agents`: external_id, role, parent (external id or None), label, started_at, ended_at,
-    status, position. `events`: agent (external id), seq, kind, timestamp, tool, text, files, target.
+    status, position, and for a workflow's agent workflow, slot, attempt, attempts. `events`: agent
+    (external id), seq, kind, timestamp, tool, text, files, target.
     `patch`: the run's final patch (read_patch), if it has one.
     """
     built = [
@@ -392,6 +411,9 @@ def trace_from_rows(agents: Iterable[Mapping], events: Iterable[Mapping], patch:
             status=str(a.get("status") or ""),
             position=int(a.get("position") or 0),
             workflow=str(a.get("workflow") or ""),
+            slot=str(a.get("slot") or ""),
+            attempt=a.get("attempt"),
+            attempts=a.get("attempts"),
         )
         for a in agents
     ]
@@ -887,7 +909,7 @@ def _cut_fanout(trace: Trace) -> list[Hit]:
     ]
     if len(cut) < FANOUT_CUT_MIN:
         return []
-    retried = [c for c in started if "retried" in c.status.lower()]
+    retried = _superseded(started)
     workflows = sorted({c.workflow for c in started if c.workflow})
     names = set(workflows) | {c.id for c in started}
     spawns = [e for e in trace.events if e.agent == main.id and e.kind == SPAWN and set(targets(e)) & names]
@@ -917,6 +939,15 @@ def _cut_fanout(trace: Trace) -> list[Hit]:
     ]
 
 
+def _superseded(agents: Iterable[Agent]) -> list[Agent]:
+    """The attempts that a later attempt of their slot replaced (retried slots: Agent.retry_slot)."""
+    last: dict[str, int] = {}
+    for a in agents:
+        if found := a.retry_slot():
+            last[found[0]] = max(last.get(found[0], 0), found[1])
+    return [a for a in agents if (found := a.retry_slot()) and found[1] < last[found[0]]]
+
+
 def serial_subagents(trace: Trace) -> list[Hit]:
     """Two or more timed sub-agents, never two running at once."""
     spans = _intervals(trace)
@@ -944,7 +975,7 @@ def duplicated_reads(trace: Trace) -> list[Hit]:
     nor a retried slot's attempts re-reading)."""
     first_write = next((e.timestamp for e in trace.events if e.kind == WRITE and e.timestamp is not None), None)
     # Attempts of one retried slot count as one reader: re-reading is the retry's signature.
-    slot = {c.id: (m["slot"] if (m := _ATTEMPT.match(c.label)) else c.id) for c in trace.subs}
+    slot = {c.id: (found[0] if (found := c.retry_slot()) else c.id) for c in trace.subs}
     readers: dict[str, dict[str, Event]] = defaultdict(dict)
     for e in trace.events:
         if first_write is not None and (e.timestamp is None or e.timestamp >= first_write):
@@ -976,10 +1007,10 @@ def checkpoint_free_retry(trace: Trace) -> list[Hit]:
     by_agent = _by_agent(trace)
     slots: dict[str, list[tuple[int, Agent]]] = defaultdict(list)
     for c in trace.subs:
-        if m := _ATTEMPT.match(c.label):
-            slots[m["slot"]].append((int(m["k"]), c))
+        if found := c.retry_slot():
+            slots[found[0]].append((found[1], c))
     hits = []
-    for slot, attempts in slots.items():
+    for attempts in slots.values():
         attempts.sort(key=lambda p: p[0])
         done: dict[tuple[str, str], Event] = {}  # the earlier attempts' work: (tool, file) -> its event
         for k, attempt in attempts:
@@ -987,6 +1018,7 @@ def checkpoint_free_retry(trace: Trace) -> list[Hit]:
             again = [(e, key) for e, key in work if key in done]
             redone = {key for _, key in again}
             if done and len(redone) >= RETRY_REPEAT_SHARE * len(done):
+                listed = _some(sorted(f"{tool} {path}" for tool, path in redone))
                 first = [done[key] for key in sorted(redone)[:2]]
                 shown = list(dict.fromkeys(e for e, _ in again))[:3]
                 hits.append(
@@ -1000,8 +1032,8 @@ def checkpoint_free_retry(trace: Trace) -> list[Hit]:
                                 for e in shown
                             ),
                         ),
-                        f"attempt {k} of '{slot}' ({attempt.id}) redid {len(redone)} of the {len(done)} file actions "
-                        "of its earlier attempts: " + _some(sorted(f"{tool} {path}" for tool, path in redone)),
+                        f"attempt {k} of '{attempt.slot_name}' ({attempt.id}) redid {len(redone)} of the {len(done)} "
+                        f"file actions of its earlier attempts: {listed}",
                         "Wrong if the retry was told what the earlier attempt found (its brief names it), or redoing "
                         "the work was needed (the workspace had been reset).",
                     )

@@ -116,7 +116,20 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
             buffer = []
     checked = check.finish()
     agents = [
-        signatures.Agent(c.key, c.role, c.parent, c.label, c.started_at, c.ended_at, c.status, c.position, c.workflow)
+        signatures.Agent(
+            c.key,
+            c.role,
+            c.parent,
+            c.label,
+            c.started_at,
+            c.ended_at,
+            c.status,
+            c.position,
+            c.workflow,
+            c.slot,
+            c.attempt,
+            c.attempts,
+        )  # fmt: skip
         for c in checked.contexts
     ]
     detection = signatures.detect(seen.build(agents))

@@ -112,6 +112,44 @@ def test_a_retry_redoing_an_earlier_attempts_write_is_checkpoint_free_even_past_
     assert explained([hit])
 
 
+def _workflow_slot(*events: Event) -> sig.Trace:
+    """A Claude Code workflow's slot retried as the importer stores it: each attempt a sub-agent of the workflow
+    with its slot and attempt number; its label only names the slot."""
+    agents = [
+        main(0, 100),
+        *(
+            sub(f"a{k}", 10 * k, 10 * k + 9, label="probe:tests", workflow="wf_1", slot="probe:tests", attempt=k,
+                attempts=2)
+            for k in (1, 2)
+        ),
+    ]  # fmt: skip
+    return make_trace(agents, [ev("main", 0, 5, "spawn", target="wf_1"), *events])
+
+
+def test_workflow_attempts_are_read_from_their_slot_and_attempt_not_their_label():
+    edits = [ev(f"a{k}", 0, 10 * k + 1, "file_write", tool="Edit", files=["a.py"]) for k in (1, 2)]
+    [hit] = sig.checkpoint_free_retry(_workflow_slot(*edits))
+    assert "attempt 2 of 'probe:tests' (a2) redid 1 of the 1 file actions" in hit.explanation and explained([hit])
+    # two attempts of one slot reading a file are one reader, not duplicated investigation
+    reads = [ev(f"a{k}", 0, 10 * k + 1, tool="Read", files=["a.py"]) for k in (1, 2)]
+    assert sig.duplicated_reads(_workflow_slot(*reads)) == []
+    # the spawn names the workflow, whose agents ran: not a spawn that produced no sub-agent
+    assert sig.fanout_budget(_workflow_slot(*reads)) == []
+
+
+def test_a_cut_off_fan_out_counts_the_attempts_its_retries_replaced():
+    agents = [main(0)]  # its log ends at its last event, before the run
+    for slot in ("tests", "docs", "design"):
+        agents += [
+            sub(f"{slot}1", 10, 200, status="stalled", workflow="wf_1", slot=slot, attempt=1, attempts=2),
+            sub(f"{slot}2", 200, 300, status="killed", workflow="wf_1", slot=slot, attempt=2, attempts=2),
+        ]
+    events = [ev("main", 0, 5, "spawn", target="wf_1"), ev("main", 1, 100, tool="Bash", text="pytest -q")]
+    [hit] = sig.fanout_budget(make_trace(agents, events))
+    assert "3 of the 6 sub-agents it started (workflow wf_1)" in hit.explanation
+    assert "3 earlier attempts had stalled and been retried" in hit.explanation
+
+
 # -- duplicated investigation --------------------------------------------------------------------------
 
 
