@@ -25,6 +25,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connections, router, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from activity.services import record
@@ -473,15 +474,21 @@ def run_signatures_store(*, run_ids: list[int]) -> int:
         row["agent"] = names.get(row.pop("context_id"), "")
         events[row.pop("run_id")].append(row)
     patch_files: dict[int, dict[str, str]] = {pk: {} for pk in run_ids}
-    patches = RunFile.objects.filter(run_id__in=run_ids, kind=RunFile.Kind.PATCH)
-    for run_id, path, content in patches.order_by().values_list("run_id", "path", "content"):
-        patch_files[run_id][path] = content
+    workflows: dict[int, list[signatures.WorkflowState]] = {pk: [] for pk in run_ids}
+    files = RunFile.objects.filter(run_id__in=run_ids).filter(
+        Q(kind=RunFile.Kind.PATCH) | Q(path__endswith=".json", path__contains="workflows/")
+    )
+    for run_id, kind, path, content in files.order_by().values_list("run_id", "kind", "path", "content"):
+        if kind == RunFile.Kind.PATCH:
+            patch_files[run_id][path] = content
+        elif signatures.WORKFLOW_STATE.search(path) and (state := signatures.read_workflow_state(content, source=path)):
+            workflows[run_id].append(state)
     hits: list[SignatureHit] = []
     notes: dict[str, list[int]] = {}
     for pk in run_ids:
         chosen = signatures.pick_patch(patch_files[pk])
         patch = signatures.read_patch(patch_files[pk][chosen].splitlines(), source=chosen) if chosen else None
-        found = signatures.detect(signatures.trace_from_rows(agents[pk], events[pk], patch))
+        found = signatures.detect(signatures.trace_from_rows(agents[pk], events[pk], patch, workflows[pk]))
         notes.setdefault(found.reason[:NOTE_MAX], []).append(pk)
         hits += signature_hit_rows(run_id=pk, detection=found)
     with transaction.atomic():

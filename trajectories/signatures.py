@@ -13,6 +13,7 @@ DETECTOR_VERSION, so that stored hits say which rules found them.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections import defaultdict
@@ -161,6 +162,40 @@ class Patch:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkflowState:
+    """A workflow's own record of how it ended (Claude Code's `workflows/<run id>.json`, one line): its status,
+    whether it returned a result, how many of its agents it retried after a stall."""
+
+    id: str
+    source: str  # the run file it was read from
+    status: str = ""
+    result: bool = False
+    retries: int = 0
+
+
+WORKFLOW_STATE = re.compile(r"(?:^|/)workflows/(?P<id>[^/]+)\.json$")  # not subagents/workflows/<id>/…
+
+
+def read_workflow_state(text: str, *, source: str) -> WorkflowState | None:
+    """A workflow's state file as the detectors read it; None when it is not one (not a JSON object naming
+    its run id)."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(document, dict) or not isinstance(document.get("runId"), str):
+        return None
+    logs = document.get("logs") if isinstance(document.get("logs"), list) else []
+    return WorkflowState(
+        id=document["runId"],
+        source=source,
+        status=str(document.get("status") or ""),
+        result=document.get("result") not in (None, "", [], {}),
+        retries=sum(1 for line in logs if isinstance(line, str) and "retrying" in line),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Trace:
     """What the detectors read of a run: its agents; the events that can show a signature (writes,
     spawns, joins, waits, tool calls on files or matching a test/poll/isolation pattern or writing
@@ -178,6 +213,7 @@ class Trace:
     mentions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     scripts: Mapping[str, frozenset[str]] = field(default_factory=dict)
     patch: Patch | None = None
+    workflows: Mapping[str, WorkflowState] = field(default_factory=dict)  # by workflow id
 
     @property
     def main(self) -> Agent | None:
@@ -317,8 +353,9 @@ class TraceBuilder:
     """Collects a run's events as they stream past (the importer's rows, or stored ones); `patch`: the
     run's final patch, whose new files' names the tool calls are read for (`watch`)."""
 
-    def __init__(self, patch: Patch | None = None) -> None:
+    def __init__(self, patch: Patch | None = None, workflows: Iterable[WorkflowState] = ()) -> None:
         self.patch = patch
+        self.workflows = {w.id: w for w in workflows}
         self.watch = frozenset(posixpath.basename(f.path) for f in patch.files if f.new) if patch else frozenset()
         self.events: list[Event] = []
         self.waits: dict[str, list[tuple[Event, Event]]] = defaultdict(list)
@@ -379,6 +416,7 @@ class TraceBuilder:
             {agent: frozenset(paths) for agent, paths in self.mentions.items()},
             {agent: frozenset(paths) for agent, paths in self.scripts.items()},
             self.patch,
+            self.workflows,
         )
 
 
@@ -392,13 +430,18 @@ def targets(event: Event) -> list[str]:
     return [t for t in event.target.split(",") if t] if event.target else []
 
 
-def trace_from_rows(agents: Iterable[Mapping], events: Iterable[Mapping], patch: Patch | None = None) -> Trace:
+def trace_from_rows(
+    agents: Iterable[Mapping],
+    events: Iterable[Mapping],
+    patch: Patch | None = None,
+    workflows: Iterable[WorkflowState] = (),
+) -> Trace:
     """The one place where stored rows (or parsed records as dicts) become a Trace.
 
     `agents`: external_id, role, parent (external id or None), label, started_at, ended_at,
     status, position, and for a workflow's agent workflow, slot, attempt, attempts. `events`: agent
     (external id), seq, kind, timestamp, tool, text, files, target.
-    `patch`: the run's final patch (read_patch), if it has one.
+    `patch`: the run's final patch (read_patch), if it has one; `workflows`: its workflows' states.
     """
     built = [
         Agent(
@@ -417,7 +460,7 @@ def trace_from_rows(agents: Iterable[Mapping], events: Iterable[Mapping], patch:
         )
         for a in agents
     ]
-    builder = TraceBuilder(patch)
+    builder = TraceBuilder(patch, workflows)
     for e in events:
         builder.add(
             trace_event(
@@ -435,9 +478,14 @@ def trace_from_rows(agents: Iterable[Mapping], events: Iterable[Mapping], patch:
     return builder.build(built)
 
 
-def make_trace(agents: Iterable[Agent], events: Iterable[Event], patch: Patch | None = None) -> Trace:
+def make_trace(
+    agents: Iterable[Agent],
+    events: Iterable[Event],
+    patch: Patch | None = None,
+    workflows: Iterable[WorkflowState] = (),
+) -> Trace:
     """A Trace from Agent and Event values (read as trace_event reads a row)."""
-    builder = TraceBuilder(patch)
+    builder = TraceBuilder(patch, workflows)
     for e in events:
         builder.add(trace_event(e.agent, e.seq, e.kind, e.timestamp, e.tool, e.text, e.files, e.target, builder.watch))
     return builder.build(agents)
@@ -513,6 +561,15 @@ def _describe(e: Event) -> str:
     if e.kind == "tool_result":
         return f"tool result{': ' + e.text if e.text else ''}"
     return f"{what} on {names}" if names else (f"{what}: {e.text}" if e.text else what)
+
+
+def _named(a: Agent) -> str:
+    """An agent as the annotator finds it on the timeline: its id, and for a workflow's agent its slot and
+    which attempt it was ("ad7a… (probe:tests, attempt 3 of 3)")."""
+    if not a.slot:
+        return a.id
+    attempt = f", attempt {a.attempt} of {a.attempts}" if a.attempt and a.attempts and a.attempts > 1 else ""
+    return f"{a.id} ({a.slot}{attempt})"
 
 
 def _some(names: list[str], shown: int = 3) -> str:
@@ -915,9 +972,16 @@ def _cut_fanout(trace: Trace) -> list[Hit]:
     spawns = [e for e in trace.events if e.agent == main.id and e.kind == SPAWN and set(targets(e)) & names]
     main_last = trace.last[main.id]
     evidence = [_ev(e, note=f"the main agent's {_describe(e)}") for e in spawns[:2]]
+    for state in (trace.workflows[w] for w in workflows if w in trace.workflows):
+        said = [f"status {state.status or 'not stated'}", "a result" if state.result else "no result"]
+        if state.retries:
+            said.append(f"{state.retries} agents retried after a stall")
+        evidence.append(
+            Evidence("", None, note=f"workflow {state.id}'s own record: {', '.join(said)}", source=state.source, line=1)
+        )
     for c in cut[:3]:
         last = trace.last.get(c.id)
-        note = f"{c.id} at the run's end ({c.status or 'no status'})"
+        note = f"{_named(c)} at the run's end: {c.status or 'no status'}"
         evidence.append(_ev(last, note=note) if last is not None else _agent_ev(c, spans[c.id][1], note))
     evidence.append(
         _ev(main_last, note=f"the main agent's last event, {_fmt(main_last.timestamp)}: no closing message")
@@ -1112,6 +1176,7 @@ def artifact_leakage(trace: Trace) -> list[Hit]:
     if main is None or trace.patch is None or not trace.patch.files:
         return []
     subs = {c.id for c in trace.subs}
+    agents = {a.id: a for a in trace.agents}
     written: dict[str, list[tuple[Event, str]]] = defaultdict(list)  # patched file -> sub-agents' writes of it
     owned: set[str] = set()  # patched files the main agent wrote, read or named
     new_files = [f for f in trace.patch.files if f.new]
@@ -1148,7 +1213,7 @@ def artifact_leakage(trace: Trace) -> list[Hit]:
     evidence = []
     for patched, (e, spelled), _why in leaked[:3]:
         how = "through the shell" if spelled in e.writes else f"with {e.tool or 'a write'}"
-        evidence.append(_ev(e, spelled, f"{e.agent} writes {spelled} {how}"))
+        evidence.append(_ev(e, spelled, f"{_named(agents[e.agent])} writes {spelled} {how}"))
         evidence.append(
             Evidence(
                 "",
@@ -1159,7 +1224,10 @@ def artifact_leakage(trace: Trace) -> list[Hit]:
                 line=patched.line,
             )  # fmt: skip
         )
-    listed = _some([f"{p.path} ({e.agent}, {', '.join(why)})" for p, (e, _), why in leaked])
+    listed = _some(
+        [f"{p.path} ({e.agent}{' in ' + agents[e.agent].slot if agents[e.agent].slot else ''}, {', '.join(why)})"
+         for p, (e, _), why in leaked]
+    )  # fmt: skip
     return [
         Hit(
             "artifact_leakage",

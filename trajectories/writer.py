@@ -106,7 +106,8 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
     check = RunCheck(source)
     rows = _RunRows(run, source, lookups, check)
     buffer: list[tuple] = []
-    seen = signatures.TraceBuilder(final_patch(source))  # what the detectors read: a few events, not the run
+    # what the detectors read: a few events, not the run; its final patch and its workflows' own records
+    seen = signatures.TraceBuilder(final_patch(source), workflow_states(source))
     for row in check.events(records):
         buffer.append(row)
         key, seq, ts, kind, tool, text, files, target, _line = row
@@ -158,6 +159,19 @@ def final_patch(source: RunSource) -> signatures.Patch | None:
         return None
     text, _ = read_text(patches[chosen], limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
     return signatures.read_patch(text.splitlines(), source=chosen)
+
+
+def workflow_states(source: RunSource) -> list[signatures.WorkflowState]:
+    """The run's workflows' own records (Claude Code's `workflows/<run id>.json`), read as store_files keeps
+    them, so that the line the detectors cite is the line its anchor opens."""
+    states = []
+    for path in dict.fromkeys([*source.files, *source.artifacts]):
+        relative = source.relative(path)
+        if signatures.WORKFLOW_STATE.search(relative):
+            text, _ = read_text(path, limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
+            if state := signatures.read_workflow_state(text, source=relative):
+                states.append(state)
+    return states
 
 
 def signature_hit_rows(*, run_id: int, detection: signatures.Detection) -> list[SignatureHit]:

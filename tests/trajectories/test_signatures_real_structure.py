@@ -6,6 +6,7 @@ Every hit says in words what each of its events shows and what would make it wro
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -65,6 +66,27 @@ def test_a_run_cut_off_while_its_fan_out_runs_is_fan_out_budget_exhaustion():
     assert explained([hit])
     # children stopped with the run are not the parent abandoning them
     assert sig.unfinished_children(_workflow()) == []
+
+
+def test_the_cut_off_fan_out_cites_the_workflows_own_record_of_how_it_ended():
+    stall = '[stall] agent "p" stalled (no progress) after 318s — retrying (1/5)'
+    record = {"runId": "wf_1", "status": "killed", "result": None, "logs": [stall, "[note] other"]}
+    state = sig.read_workflow_state(json.dumps(record), source="home/workflows/wf_1.json")
+    assert state == sig.WorkflowState("wf_1", "home/workflows/wf_1.json", status="killed", result=False, retries=1)
+    trace = _workflow()
+    [hit] = sig.fanout_budget(make_trace(trace.agents, trace.events, workflows=[state]))
+    [cited] = [e for e in hit.evidence if e.source]
+    assert (cited.source, cited.line) == ("home/workflows/wf_1.json", 1)
+    assert cited.note == "workflow wf_1's own record: status killed, no result, 1 agents retried after a stall"
+    # another workflow's record is not this run's to cite
+    other = sig.WorkflowState("wf_2", "home/workflows/wf_2.json", status="completed", result=True)
+    [hit] = sig.fanout_budget(make_trace(trace.agents, trace.events, workflows=[other]))
+    assert not any(e.source for e in hit.evidence)
+
+
+@pytest.mark.parametrize("text", ["", "not json {", "[1, 2]", '{"status": "killed"}', '{"runId": 7}'])
+def test_a_file_that_is_no_workflow_record_is_not_read_as_one(text):
+    assert sig.read_workflow_state(text, source="workflows/x.json") is None
 
 
 def test_a_finished_main_agent_or_a_small_fan_out_is_not_cut_off():

@@ -177,7 +177,7 @@ def test_the_fan_out_hit_counts_what_the_native_files_show(artifact_runs):
     assert f"{len(cut)} of the {len(attempts)} sub-agents" in hit.explanation
     assert f"the run stopped at {run_end:%H:%M:%S}" in hit.explanation
     assert f"its log ends at {main_end:%H:%M:%S}" in hit.explanation
-    cited = {ev["agent"] for ev in hit.evidence} - {"main"}
+    cited = {ev["agent"] for ev in hit.evidence} - {"main", ""}  # "": the workflow's record
     assert cited and cited <= set(cut)  # the sub-agents it cites are among those cut off
 
 
@@ -217,8 +217,13 @@ def test_every_cited_event_opens_the_line_it_describes(artifact_runs, browser_cl
             assert ev["anchor"].startswith("parallel/"), ev
             path, line = ev["anchor"].removeprefix("parallel/").rsplit(":", 1)
             native = lines(cell / path)[int(line) - 1]
-            if ev["source"]:  # a line of the patch
+            if ev["source"] == "cell/model.patch":  # a line of the patch
                 assert native == f"diff --git a/{ev['file']} b/{ev['file']}"
+            elif ev["source"]:  # a workflow's own record: how it ended
+                state = json.loads(native)
+                assert ev["source"].endswith(f"workflows/{state['runId']}.json") and state["result"] is None
+                retried = sum("retrying" in entry for entry in state["logs"])
+                assert f"status {state['status']}, no result, {retried} agents retried" in ev["note"]
             else:
                 record = json.loads(native)
                 assert when(record) == datetime.fromisoformat(ev["time"])
@@ -250,11 +255,16 @@ def test_the_hints_panel_says_what_each_hit_rests_on_and_what_would_make_it_wron
         assert hit.explanation in shown and hit.wrong_if in shown
         assert all(ev["note"] in shown for ev in hit.evidence)
     assert "Fan-out Budget Exhaustion" in panel and "Artifact Leakage" in panel
-    anchors = set(re.findall(r'data-anchor="([^"]+)"', panel))
-    # The leakage hit cites the very lines the study cites for it in the agents' transcripts and the final patch
-    # (review.json and annotation.md; its other anchor is the evaluation's log, which no event is on).
-    study = {a for a in study_anchors(artifact_root, "claude", "artifact-leakage") if "/evaluation/" not in a}
-    assert len(study) == 4 and study <= anchors, sorted(study - anchors)
+    # Each hit cites the very lines the study cites for its mode (review.json and annotation.md) in the agents'
+    # transcripts, the workflow's record and the final patch: the lines an event or the detectors read (the study
+    # also cites the workflow's script, the harness's status and the evaluation's logs, which no event is on).
+    read = re.compile(r"^parallel/(agent/.*\.jsonl|agent/.*/workflows/[^/]+\.json|cell/model\.patch):\d+$")
+    for hit in SignatureHit.objects.filter(run=run):
+        [mode] = hit.modes
+        [item] = [li for li in panel.split('<li class="hint">') if f'class="detector">{hit.detector}<' in li]
+        anchors = set(re.findall(r'data-anchor="([^"]+)"', item))
+        study = {a for a in study_anchors(artifact_root, "claude", mode) if read.match(a)}
+        assert study and study <= anchors, (mode, sorted(study - anchors))
 
 
 def test_recomputing_gives_the_hits_the_import_stored(artifact_runs):
