@@ -15,6 +15,7 @@ from .artifacts import Anchor, AnchorError, AnchorUnchecked, diff_files, parse_a
 from .benchmarks import canonical_benchmark
 from .evaluation import NOT_OK, PASSING, SKIPPED
 from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, SignatureHit, Task, TestOutcome
+from .signatures import DETECTOR_VERSION
 
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
 
@@ -70,9 +71,22 @@ def pair_sides(run: Run) -> dict:
     }
 
 
+def signatures_outdated(run: Run) -> str:
+    """What a page says of a run whose hits older rules found ("" when these detectors found them, or
+    none ever looked): bumping DETECTOR_VERSION makes every stored hit outdated until it is recomputed."""
+    version = run.signatures_version
+    if version is None or version == DETECTOR_VERSION:
+        return ""
+    return (
+        f"Found by older rules (detectors version {version}; these are version {DETECTOR_VERSION}): "
+        "manage.py detect_signatures --stale recomputes them."
+    )
+
+
 def run_signature_rows(*, runs: list[Run | None]) -> list[dict]:
     """The signature hits of these runs (one query), as one row per run that exists, in the
-    order given: {run, hits, note}. The note says why a run has no hits."""
+    order given: {run, hits, note, outdated}. The note says why a run has no hits; outdated, that
+    older rules found them (signatures_outdated)."""
     present = [r for r in runs if r is not None]
     hits: dict[int, list[SignatureHit]] = {r.pk: [] for r in present}
     for hit in SignatureHit.objects.filter(run__in=present).order_by("run_id", "position"):
@@ -83,7 +97,7 @@ def run_signature_rows(*, runs: list[Run | None]) -> list[dict]:
             note = "not checked yet (manage.py detect_signatures)"
         else:
             note = run.signatures_note or "no signature found"
-        rows.append({"run": run, "hits": hits[run.pk], "note": note})
+        rows.append({"run": run, "hits": hits[run.pk], "note": note, "outdated": signatures_outdated(run)})
     return rows
 
 

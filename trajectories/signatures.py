@@ -1013,20 +1013,37 @@ def _superseded(agents: Iterable[Agent]) -> list[Agent]:
 
 
 def serial_subagents(trace: Trace) -> list[Hit]:
-    """Two or more timed sub-agents, never two running at once."""
+    """Two or more timed sub-agents, never two running at once, and at least two of them started before the
+    main agent's first write (or it wrote nothing): the work waited on a serial phase. Sub-agents started
+    after the main agent began implementing (a verifier, a reviewer, a probe of its fix) are not that."""
     spans = _intervals(trace)
-    timed = sorted((spans[c.id], c) for c in trace.subs if c.id in spans)
+    timed = sorted(((spans[c.id], c) for c in trace.subs if c.id in spans), key=lambda p: (p[0], p[1].position))
     if len(timed) < 2:
         return []
     for (a, _), (b, _) in zip(timed, timed[1:], strict=False):
         if b[0] < a[1]:
             return []
+    main = trace.main
+    first_write = next(
+        (e for e in trace.events if main and e.agent == main.id and e.kind == WRITE and e.timestamp is not None),
+        None,
+    )
+    before = [(span, c) for span, c in timed if first_write is None or span[0] < first_write.timestamp]
+    if len(before) < 2:
+        return []
+    evidence = [_agent_ev(c, span[0], f"{_named(c)} runs {_fmt(span[0])}–{_fmt(span[1])}") for span, c in before[:5]]
+    if first_write is not None:
+        file = first_write.files[0] if first_write.files else ""
+        evidence.append(_ev(first_write, file, f"the main agent's first write, {file}, after them"))
+        when = f"before the main agent's first write ({file} at {_fmt(first_write.timestamp)})"
+    else:
+        when = "and the main agent wrote no file"
     return [
         Hit(
             "serial_subagents",
             ("serial-investigation", "preflight-gated-work"),
-            tuple(_agent_ev(c, span[0], f"{c.id} runs {_fmt(span[0])}–{_fmt(span[1])}") for span, c in timed[:5]),
-            f"{len(timed)} sub-agents ran one after another, never two at once",
+            tuple(evidence),
+            f"{len(before)} sub-agents ran one after another, never two at once, {when}",
             "Wrong if each task needed the previous one's result (the order was forced), or the harness runs one "
             "sub-agent at a time.",
         )

@@ -26,6 +26,7 @@ from annotation.services.studies import study_assign, study_create
 from annotation.study_settings import SettingsError
 from tests.factories import client_for, new_user, submit_disagreement
 from trajectories.models import AgentContext, Run, SignatureHit
+from trajectories.signatures import DETECTOR_VERSION
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -323,3 +324,16 @@ def test_a_locked_coding_shows_hints_without_cite(study, trio):
     submit(assignment)
     panel = client_for(trio[0]).post(f"/annotate/{assignment.pk}/hints/", **HTMX).content.decode()
     assert shows_hits(panel) and 'class="cite"' not in panel and 'class="anchor"' in panel
+
+
+def test_hits_of_older_rules_say_so_on_the_panel_only_to_whoever_sees_the_hits(study, trio):
+    set_policy(study, "after_first_submission")
+    assignment = first_assignment(study, trio[0])
+    Run.objects.filter(pk=assignment.run_id).update(signatures_version=DETECTOR_VERSION - 1)
+    client = client_for(trio[0])
+    assert "older rules" not in client.get(f"/annotate/{assignment.pk}/").content.decode()  # not submitted yet
+    submit(assignment)
+    panel = client.post(f"/annotate/{assignment.pk}/hints/", **HTMX).content.decode()
+    assert shows_hits(panel) and f"Found by older rules (detectors version {DETECTOR_VERSION - 1}" in panel
+    Run.objects.filter(pk=assignment.run_id).update(signatures_version=DETECTOR_VERSION)
+    assert "older rules" not in client.get(f"/annotate/{assignment.pk}/").content.decode()

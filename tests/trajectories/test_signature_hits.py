@@ -75,10 +75,13 @@ def test_claude_code_inline_refused_spawn_serial_sub_agents_and_a_file_read_twic
     assert _events(refused) == [("main", 11, "")]  # the Task call that failed InputValidationError
     assert "task-toolu_018t5jce2ZNoGr2ADsHGQife" in refused.explanation
     [serial] = hits["serial_subagents"]
+    # both ran before the main agent's first write, which closes the evidence
     assert [e["agent"] for e in serial.evidence] == [
         "task-toolu_014YF9TXhDRR7BnpasNJ7gjC",
         "task-toolu_01LKfUwrsnof18CpWZQcJH44",
+        "main",
     ]
+    assert "before the main agent's first write" in serial.explanation
     [reads] = hits["duplicated_reads"]
     assert {e["file"] for e in reads.evidence} == {"/path/to/Demo/todo-app/package.json"}
 
@@ -157,11 +160,26 @@ def test_detect_signatures_replaces_a_runs_hits_and_is_idempotent():
     assert run.signatures_version == DETECTOR_VERSION
 
 
+def test_detect_signatures_stale_recomputes_only_the_runs_older_rules_or_nobody_checked(tmp_path):
+    old, current, unchecked = (_imported(write_jsonl(tmp_path / f"{n}.jsonl", simple_run(n))) for n in "abc")
+    Run.objects.filter(pk=old.pk).update(signatures_version=DETECTOR_VERSION - 1)
+    Run.objects.filter(pk=unchecked.pk).update(signatures_version=None)
+    SignatureHit.objects.update(explanation="as stored")
+    call_command("detect_signatures", "--stale")
+    recomputed = {run.pk for run in Run.objects.filter(signature_hits__explanation__gt="").exclude(
+        signature_hits__explanation="as stored")}  # fmt: skip
+    assert recomputed == {old.pk, unchecked.pk}
+    assert set(Run.objects.values_list("signatures_version", flat=True)) == {DETECTOR_VERSION}
+    assert not SignatureHit.objects.filter(run=current).exclude(explanation="as stored").exists()
+
+
 def test_detect_signatures_names_a_missing_run_and_needs_a_choice():
     with pytest.raises(CommandError, match="no run with id 999"):
         call_command("detect_signatures", "--run", "999")
     with pytest.raises(CommandError):
         call_command("detect_signatures")
+    with pytest.raises(CommandError, match="not allowed with"):
+        call_command("detect_signatures", "--stale", "--all")
 
 
 def test_a_malformed_stored_run_is_checked_without_crashing(tmp_path):
@@ -203,6 +221,20 @@ def test_a_run_not_yet_checked_says_so(browser_client, pair):
     Run.objects.filter(pk=concurrent.pk).update(signatures_version=None)
     SignatureHit.objects.all().delete()
     assert "not checked yet" in browser_client.get(f"/trajectories/runs/{concurrent.pk}/").content.decode()
+
+
+def test_hits_found_by_older_rules_say_so_until_recomputed(browser_client, pair):
+    _, concurrent = pair
+    page = f"/trajectories/runs/{concurrent.pk}/"
+    assert "Found by older rules" not in browser_client.get(page).content.decode()
+    Run.objects.filter(pk=concurrent.pk).update(signatures_version=DETECTOR_VERSION - 1)
+    body = browser_client.get(page).content.decode()
+    assert (
+        f"Found by older rules (detectors version {DETECTOR_VERSION - 1}; these are version {DETECTOR_VERSION})" in body
+    )
+    assert "detect_signatures --stale" in body
+    call_command("detect_signatures", "--stale")
+    assert "Found by older rules" not in browser_client.get(page).content.decode()
 
 
 def test_an_annotator_who_cannot_see_the_run_sees_none_of_its_signatures(annotator, outsider, pair):

@@ -172,6 +172,18 @@ def test_a_cut_off_fan_out_counts_the_attempts_its_retries_replaced():
     assert "3 earlier attempts had stalled and been retried" in hit.explanation
 
 
+def test_sub_agents_run_one_after_another_only_count_before_the_main_agent_implements():
+    serial = [main(0, 100), sub("w0", 10, 20), sub("w1", 20, 30)]
+    [hit] = sig.serial_subagents(make_trace(serial, [ev("main", 0, 40, "file_write", tool="Edit", files=["a.py"])]))
+    assert "2 sub-agents ran one after another" in hit.explanation
+    assert "before the main agent's first write (a.py at 10:00:40)" in hit.explanation and explained([hit])
+    # the main agent edited first, then had its fix checked by one child after another: no serial investigation
+    verifiers = [ev("main", 0, 5, "file_write", tool="Edit", files=["a.py"])]
+    assert sig.serial_subagents(make_trace(serial, verifiers)) == []
+    [hit] = sig.serial_subagents(make_trace(serial, []))
+    assert hit.explanation.endswith("and the main agent wrote no file")
+
+
 # -- duplicated investigation --------------------------------------------------------------------------
 
 
