@@ -1138,16 +1138,26 @@ def _work(e: Event) -> list[tuple[str, str]]:
 
 
 def verification_order(trace: Trace) -> list[Hit]:
-    """The main agent finished; children had written files; it ran tests, but none after the last
-    child write (merge after verification), or nobody ran tests after it at all (no verifier
-    came back)."""
+    """The main agent finished; children had written files that the run delivers (when its final patch is
+    known: files the patch changes; else any); it ran tests, but none after the last such child write
+    (merge after verification), or nobody ran tests after it at all (the integrated result was never
+    verified before the main agent closed: unverified global completion)."""
     main = trace.main
     if main is None:
         return []
-    if _main_finish(trace, main) is None:
+    finish = _main_finish(trace, main)
+    if finish is None:
         return []  # the log stops before the main agent finished: a later test may be missing
     subs = {c.id for c in trace.subs}
-    child_writes = [e for e in trace.events if e.agent in subs and e.kind == WRITE and e.timestamp is not None]
+    delivered = [f.path for f in trace.patch.files] if trace.patch is not None and trace.patch.files else None
+    child_writes = [
+        e
+        for e in trace.events
+        if e.agent in subs
+        and e.kind == WRITE
+        and e.timestamp is not None
+        and (delivered is None or any(_same_file(f, p) for f in e.files for p in delivered))
+    ]
     if not child_writes:
         return []
     last_write = child_writes[-1]
@@ -1156,6 +1166,7 @@ def verification_order(trace: Trace) -> list[Hit]:
     if any(e.timestamp > last_write.timestamp for e in tests):
         return []
     file = last_write.files[0] if last_write.files else ""
+    in_patch = " (a file of the final patch)" if delivered is not None else ""
     if parent_tests:
         return [
             Hit(
@@ -1163,21 +1174,28 @@ def verification_order(trace: Trace) -> list[Hit]:
                 ("merge-after-verification",),
                 (
                     _ev(parent_tests[-1], note=f"the main agent's last test run ({parent_tests[-1].text})"),
-                    _ev(last_write, file, f"{last_write.agent}'s later write of {file}"),
+                    _ev(last_write, file, f"{last_write.agent}'s later write of {file}{in_patch}"),
                 ),
                 f"the main agent last ran tests at {_fmt(parent_tests[-1].timestamp)}, before {last_write.agent} "
-                f"wrote {file} at {_fmt(last_write.timestamp)}; no test ran after",
+                f"wrote {file}{in_patch} at {_fmt(last_write.timestamp)}; no test ran after",
                 "Wrong if a test ran after the last write in a way the log does not show, or that write cannot "
                 "change what the tests check.",
             )
         ]
+    finished_at, closing = finish
+    closed = (
+        _ev(closing, note="the main agent's closing message, no test run after that write")
+        if closing is not None
+        else Evidence(main.id, None, time=finished_at, note=f"the main agent finished ({main.status})")
+    )
     return [
         Hit(
             "verification_order",
-            ("missing-verifier-return",),
-            (_ev(last_write, file, f"{last_write.agent}'s last write, {file}; no test after"),),
-            f"sub-agents wrote files (last: {last_write.agent}, {file} at {_fmt(last_write.timestamp)}) and no "
-            "agent ran tests after",
+            ("unverified-global-completion",),
+            (_ev(last_write, file, f"{last_write.agent}'s last write, {file}{in_patch}; no test after"), closed),
+            f"sub-agents wrote files (last: {last_write.agent}, {file}{in_patch} at "
+            f"{_fmt(last_write.timestamp)}) and the main agent closed at {_fmt(finished_at)} with no agent "
+            "running tests after",
             "Wrong if no verification was expected of this task, or tests ran in a way the log does not show "
             "(a harness step, a script with another name).",
         )
@@ -1283,7 +1301,7 @@ DETECTOR_MODES: dict[str, tuple[str, ...]] = {
     "serial_subagents": ("serial-investigation", "preflight-gated-work"),
     "duplicated_reads": ("serial-investigation",),
     "checkpoint_free_retry": ("checkpoint-free-retry",),
-    "verification_order": ("merge-after-verification", "missing-verifier-return"),
+    "verification_order": ("merge-after-verification", "unverified-global-completion"),
     "artifact_leakage": ("artifact-leakage",),
 }
 

@@ -117,17 +117,18 @@ def test_the_published_decisions_are_the_gold_of_every_mode_they_decide(publishe
 
 @pytest.mark.django_db
 def test_a_review_decides_its_modes_over_the_final_labels_and_counts_without_them(published_gold, codebook):
-    """The adjudicator's final labels say Missing Verifier Return, which the published review rejects: the
+    """The adjudicator's final labels say Unverified Global Completion, which the published review rejects: the
     published decision is the gold for that mode. A reviewed run whose final coding is gone still counts."""
     from annotation.models import FinalLabel
 
     claude = published_gold.runs.get(agent__name="Claude Code")
     final = FinalCoding.objects.get(study=published_gold, run=claude)
-    verifier = codebook.codes.get(name="Missing Verifier Return")
-    FinalLabel.objects.create(final=final, code=verifier, rationale="ruled later", instance=1)
-    _set_hits(claude, ("verification_order", ["missing-verifier-return"]))
+    unverified = codebook.codes.get(name="Unverified Global Completion")
+    FinalLabel.objects.create(final=final, code=unverified, rationale="ruled later", instance=1)
+    _set_hits(claude, ("verification_order", ["unverified-global-completion"]))
     modes = _by(compute.signatures(read_inputs(published_gold, parts=("signatures",)))["modes"], "mode")
-    assert (modes["missing-verifier-return"]["tp"], modes["missing-verifier-return"]["fp_rejected"]) == (0, 1)
+    row = modes["unverified-global-completion"]
+    assert (row["tp"], row["fp_rejected"]) == (0, 1)
     kimi = published_gold.runs.get(agent__name="Kimi Code")
     FinalCoding.objects.filter(study=published_gold, run=kimi).delete()
     result = compute.signatures(read_inputs(published_gold, parts=("signatures",)))

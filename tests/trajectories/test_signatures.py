@@ -243,7 +243,8 @@ def test_tests_before_the_last_child_write_and_none_after_is_merge_after_verific
     assert [(e.agent, e.seq) for e in hit.evidence] == [("main", 1), ("w0", 0)]
     assert sig.verification_order(_verified(event("main", 1, 60, text="pytest"))) == []
     [hit] = sig.verification_order(_verified())
-    assert hit.modes == ("missing-verifier-return",)
+    assert hit.modes == ("unverified-global-completion",)
+    assert [(e.agent, e.seq) for e in hit.evidence] == [("w0", 0), ("main", 9)]
 
 
 # -- bad input ---------------------------------------------------------------------------------

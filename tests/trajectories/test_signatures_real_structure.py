@@ -184,6 +184,24 @@ def test_sub_agents_run_one_after_another_only_count_before_the_main_agent_imple
     assert hit.explanation.endswith("and the main agent wrote no file")
 
 
+def test_verification_order_counts_the_child_writes_the_final_patch_delivers():
+    agents = [main(0, 100), sub("w0", 10, 50)]
+    events = [
+        ev("w0", 0, 30, "file_write", tool="Write", files=["/ws/scratch_check.py"]),  # a probe the patch lacks
+        ev("main", 1, 60, "file_write", tool="Edit", files=["/ws/src/fix.py"]),
+        ev("main", 2, 100, "message", tool="assistant", text="Done."),
+    ]
+    delivered = read_patch(PATCH[:7], source="cell/model.patch")  # src/fix.py only
+    assert sig.verification_order(make_trace(agents, events, delivered)) == []
+    # without a known patch every child write counts: closed with no test after it
+    [hit] = sig.verification_order(make_trace(agents, events))
+    assert hit.modes == ("unverified-global-completion",) and "closed at 10:01:40" in hit.explanation
+    # a child's write of a delivered file, with no test after it: the integrated result was never verified
+    events.append(ev("w0", 1, 40, "file_write", tool="Edit", files=["/ws/src/fix.py"]))
+    [hit] = sig.verification_order(make_trace(agents, events, delivered))
+    assert "/ws/src/fix.py (a file of the final patch) at 10:00:40" in hit.explanation and explained([hit])
+
+
 # -- duplicated investigation --------------------------------------------------------------------------
 
 
