@@ -816,7 +816,7 @@ def unfinished_children(trace: Trace) -> list[Hit]:
             hits.append(
                 Hit(
                     "unfinished_children",
-                    ("early-child-termination", "late-finalization"),
+                    ("early-child-termination",),
                     (*closing_ev, _agent_ev(child, span[1], f"{child.id} still running until {_fmt(span[1])}")),
                     f"the main agent finished at {_fmt(finished_at)} while {child.id} ran until {_fmt(span[1])}",
                     "Wrong if the child's remaining work was not needed for the deliverable, or the main agent got "
@@ -1295,7 +1295,7 @@ DETECTORS: dict[str, Callable[[Trace], list[Hit]]] = {
 DETECTOR_MODES: dict[str, tuple[str, ...]] = {
     "same_file_collision": ("same-file-collision", "source-overwrite", "deliverable-overwrite", "final-tree-overwrite"),
     "unisolated_workspace_writes": ("unisolated-workspace-writes", "cross-file-scope-collision"),
-    "unfinished_children": ("early-child-termination", "late-finalization", "unused-completed-result"),
+    "unfinished_children": ("early-child-termination", "unused-completed-result"),
     "parent_idle_wait": ("blind-timeout-wait",),
     "fanout_budget": ("fan-out-budget-exhaustion", "incomplete-child-brief", "oversized-child-task"),
     "serial_subagents": ("serial-investigation", "preflight-gated-work"),

@@ -105,7 +105,7 @@ def test_a_child_running_when_the_main_agent_says_done_is_early_termination():
         [event("main", 0, 0, "message", tool="user"), event("main", 1, 100, "message", tool="assistant", text="Done.")],
     )
     [hit] = sig.unfinished_children(trace)
-    assert hit.modes == ("early-child-termination", "late-finalization")
+    assert hit.modes == ("early-child-termination",)  # not late finalization: no unpromoted candidate is seen
     assert hit.evidence[0].agent == "main" and hit.evidence[0].seq == 1 and hit.evidence[1].agent == "w0"
 
 
