@@ -1306,8 +1306,18 @@ DETECTOR_MODES: dict[str, tuple[str, ...]] = {
 }
 
 
+# A generic hit gives way to a more specific one on the same run. The study labels an episode by its most
+# specific mode and rejects the generic one by name: "scratch files were not merely shared-workspace writes;
+# they leaked into the submitted patch as artifacts" (django-10999, claude), "not merely unisolated writes;
+# broad copy and package-tree replacement are directly evidenced" (dictdatabase, codex).
+SUBSUMED_BY: dict[str, frozenset[str]] = {
+    "unisolated_workspace_writes": frozenset({"same_file_collision", "artifact_leakage"}),
+}
+
+
 def detect(trace: Trace) -> Detection:
-    """Every detector's hits, in DETECTORS order; with a reason when the run cannot show any."""
+    """Every detector's hits, in DETECTORS order, less those a more specific hit subsumes (SUBSUMED_BY);
+    with a reason when the run cannot show any."""
     if not trace.agents:
         return Detection(reason="no agents: nothing to examine")
     if trace.main is None:
@@ -1317,4 +1327,5 @@ def detect(trace: Trace) -> Detection:
     if not trace.n_events:
         return Detection(reason="no events: nothing to examine")
     hits = [hit for detector in DETECTORS.values() for hit in detector(trace)]
-    return Detection(hits=hits)
+    fired = {hit.detector for hit in hits}
+    return Detection(hits=[hit for hit in hits if not SUBSUMED_BY.get(hit.detector, frozenset()) & fired])

@@ -202,6 +202,18 @@ def test_verification_order_counts_the_child_writes_the_final_patch_delivers():
     assert "/ws/src/fix.py (a file of the final patch) at 10:00:40" in hit.explanation and explained([hit])
 
 
+def test_unisolated_writes_give_way_to_a_more_specific_write_hit_on_the_run():
+    two = [main(0, 100), sub("w0", 10, 60), sub("w1", 20, 70)]
+    apart = [ev("w0", 0, 25, "file_write", files=["a.py"]), ev("w1", 0, 30, "file_write", files=["b.py"])]
+    assert [h.detector for h in sig.detect(make_trace(two, apart)).hits] == ["unisolated_workspace_writes"]
+    same = [ev("w0", 0, 25, "file_write", files=["a.py"]), ev("w1", 0, 30, "file_write", files=["a.py"])]
+    assert [h.detector for h in sig.detect(make_trace(two, same)).hits] == ["same_file_collision"]
+    # a sub-agent's probe that leaked into the patch, while the main agent and another sub-agent wrote elsewhere
+    leaked = _leak(ev("main", 1, 35, "file_write", tool="Edit", files=["/repo/src/other.py"]))
+    assert sig.unisolated_workspace_writes(leaked)  # the rule alone fires
+    assert {h.detector for h in sig.detect(leaked).hits} == {"artifact_leakage"}
+
+
 # -- duplicated investigation --------------------------------------------------------------------------
 
 
