@@ -425,7 +425,10 @@ def _planted_lines(rng: random.Random, task_id: str, agent: AgentProfile, plant:
         event(ctx, s + 45, "tool_call", tool="Bash", text=f"python -m compileall src/mod_{slot}.py")
         event(ctx, min(s + 50, e), "message", tool="assistant", text=f"{ctx} done")
     busy_end = max(e for *_, e in workers if e < end)
-    if plant != "parent_idle_wait":  # the parent keeps working while its workers run
+    if plant == "parent_idle_wait":  # the parent only waits on its workers, until its wait times out
+        event("main", 13, "wait", tool="wait_agent", text="wait_agent w0,w1,w2 timeout_ms=180000", target="w0,w1,w2")
+        event("main", 193, "tool_result", tool="wait_agent", text='{"status": {}, "timed_out": true}')
+    else:  # the parent keeps working while its workers run
         for k in range(int(15 + rng.random()), int(busy_end) + 10, 10):
             event("main", k, "tool_call", tool="Read", text="review notes", files=["docs/notes.md"])
     for ctx, _slot, _s, e in workers:

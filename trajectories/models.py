@@ -301,8 +301,13 @@ class SignatureHit(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="signature_hits", db_index=False)
     detector = models.CharField(max_length=50)
     modes = models.JSONField(default=list, help_text="Codebook mode keys the hit supports.")
-    evidence = models.JSONField(default=list, help_text="[{agent, seq, file, time}] of the events that show it.")
+    evidence = models.JSONField(
+        default=list,
+        help_text="[{agent, seq, file, time, note, source, line}]: the events (or lines of a run file, such as the "
+        "final patch's) that show it, each with what it shows in words.",
+    )
     explanation = models.TextField()
+    wrong_if = models.TextField(blank=True, default="", help_text="What would make the hit wrong: what to look for.")
     detector_version = models.PositiveSmallIntegerField()
     position = models.PositiveSmallIntegerField(default=0, help_text="Order among the run's hits.")
 

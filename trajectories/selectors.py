@@ -15,6 +15,7 @@ from .artifacts import Anchor, AnchorError, AnchorUnchecked, diff_files, parse_a
 from .benchmarks import canonical_benchmark
 from .evaluation import NOT_OK, PASSING, SKIPPED
 from .models import AgentContext, AgentSystem, Benchmark, Event, Run, RunFile, SignatureHit, Task, TestOutcome
+from .signatures import DETECTOR_VERSION
 
 RUN_FILTERS = ("benchmark", "agent", "mode", "difficulty", "paired")
 
@@ -70,9 +71,22 @@ def pair_sides(run: Run) -> dict:
     }
 
 
+def signatures_outdated(run: Run) -> str:
+    """What a page says of a run whose hits older rules found ("" when these detectors found them, or
+    none ever looked): bumping DETECTOR_VERSION makes every stored hit outdated until it is recomputed."""
+    version = run.signatures_version
+    if version is None or version == DETECTOR_VERSION:
+        return ""
+    return (
+        f"Found by older rules (detectors version {version}; these are version {DETECTOR_VERSION}): "
+        "manage.py detect_signatures --stale recomputes them."
+    )
+
+
 def run_signature_rows(*, runs: list[Run | None]) -> list[dict]:
     """The signature hits of these runs (one query), as one row per run that exists, in the
-    order given: {run, hits, note}. The note says why a run has no hits."""
+    order given: {run, hits, note, outdated}. The note says why a run has no hits; outdated, that
+    older rules found them (signatures_outdated)."""
     present = [r for r in runs if r is not None]
     hits: dict[int, list[SignatureHit]] = {r.pk: [] for r in present}
     for hit in SignatureHit.objects.filter(run__in=present).order_by("run_id", "position"):
@@ -83,7 +97,7 @@ def run_signature_rows(*, runs: list[Run | None]) -> list[dict]:
             note = "not checked yet (manage.py detect_signatures)"
         else:
             note = run.signatures_note or "no signature found"
-        rows.append({"run": run, "hits": hits[run.pk], "note": note})
+        rows.append({"run": run, "hits": hits[run.pk], "note": note, "outdated": signatures_outdated(run)})
     return rows
 
 
@@ -97,8 +111,9 @@ def event_anchor(*, run: Run, source_file: str, line: int) -> str:
 
 def run_hints(*, run: Run) -> list[dict]:
     """A run's hits for the coding page's hints panel, in order: {hit, evidence}, each evidence item
-    {agent, seq, file, time, anchor} with the anchor of its event ("" when the hit names no event or
-    the event has no source line). Two queries, however many hits."""
+    {agent, seq, file, time, note, source, line, anchor} with the anchor of its event, or of the run
+    file's line it names (the final patch's header of a file); "" when it names neither or the event
+    has no source line. Two queries, however many hits."""
     hits = list(SignatureHit.objects.filter(run=run).order_by("position"))
     wanted = {(ev["agent"], ev["seq"]) for hit in hits for ev in hit.evidence if ev.get("seq") is not None}
     anchors: dict[tuple[str, int], str] = {}
@@ -111,13 +126,15 @@ def run_hints(*, run: Run) -> list[dict]:
         )
         for agent, seq, source_file, line in events:
             anchors[agent, seq] = event_anchor(run=run, source_file=source_file, line=line)
-    return [
-        {
-            "hit": hit,
-            "evidence": [{**ev, "anchor": anchors.get((ev["agent"], ev.get("seq")), "")} for ev in hit.evidence],
-        }
-        for hit in hits
-    ]
+
+    def anchor(ev: dict) -> str:
+        if ev.get("seq") is not None:
+            return anchors.get((ev["agent"], ev["seq"]), "")
+        if ev.get("source") and ev.get("line"):
+            return event_anchor(run=run, source_file=ev["source"], line=ev["line"])
+        return ""
+
+    return [{"hit": hit, "evidence": [{**ev, "anchor": anchor(ev)} for ev in hit.evidence]} for hit in hits]
 
 
 # -- lists and pages -------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connections, router, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from activity.services import record
@@ -434,9 +435,9 @@ def import_batch_run(*, batch_id: int) -> ImportBatch:
 
 
 def run_signatures_store(*, run_ids: list[int]) -> int:
-    """Detect the signatures of these runs from their stored agents and events and replace their
-    stored hits (idempotent): what `detect_signatures` runs. Two queries read the runs' agents and
-    events, and a few write, however many runs (the importer stores a new run's hits itself, from
+    """Detect the signatures of these runs from their stored agents, events and final patches and
+    replace their stored hits (idempotent): what `detect_signatures` runs. Three queries read the runs'
+    agents, events and patches, and a few write, however many runs (the importer stores a new run's hits itself, from
     the rows it has just written: writer.store_run). Sends `signals.signatures_replaced`.
     Returns the number of hits stored."""
     if not run_ids:
@@ -455,6 +456,9 @@ def run_signatures_store(*, run_ids: list[int]) -> int:
         "ended_at",
         "status",
         "workflow",
+        "slot",
+        "attempt",
+        "attempts",
     )
     for row in AgentContext.objects.filter(run_id__in=run_ids).order_by().values(*fields, "position"):
         names[row["pk"]] = row["external_id"]
@@ -469,10 +473,22 @@ def run_signatures_store(*, run_ids: list[int]) -> int:
     for row in Event.objects.filter(run_id__in=run_ids).order_by().values(*event_fields):
         row["agent"] = names.get(row.pop("context_id"), "")
         events[row.pop("run_id")].append(row)
+    patch_files: dict[int, dict[str, str]] = {pk: {} for pk in run_ids}
+    workflows: dict[int, list[signatures.WorkflowState]] = {pk: [] for pk in run_ids}
+    files = RunFile.objects.filter(run_id__in=run_ids).filter(
+        Q(kind=RunFile.Kind.PATCH) | Q(path__endswith=".json", path__contains="workflows/")
+    )
+    for run_id, kind, path, content in files.order_by().values_list("run_id", "kind", "path", "content"):
+        if kind == RunFile.Kind.PATCH:
+            patch_files[run_id][path] = content
+        elif signatures.WORKFLOW_STATE.search(path) and (state := signatures.read_workflow_state(content, source=path)):
+            workflows[run_id].append(state)
     hits: list[SignatureHit] = []
     notes: dict[str, list[int]] = {}
     for pk in run_ids:
-        found = signatures.detect(signatures.trace_from_rows(agents[pk], events[pk]))
+        chosen = signatures.pick_patch(patch_files[pk])
+        patch = signatures.read_patch(patch_files[pk][chosen].splitlines(), source=chosen) if chosen else None
+        found = signatures.detect(signatures.trace_from_rows(agents[pk], events[pk], patch, workflows[pk]))
         notes.setdefault(found.reason[:NOTE_MAX], []).append(pk)
         hits += signature_hit_rows(run_id=pk, detection=found)
     with transaction.atomic():

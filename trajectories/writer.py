@@ -15,6 +15,7 @@ from datetime import UTC
 from pathlib import Path
 
 import orjson
+from django.conf import settings
 from django.db import connections, router
 from psycopg.types.json import Jsonb
 
@@ -105,19 +106,31 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
     check = RunCheck(source)
     rows = _RunRows(run, source, lookups, check)
     buffer: list[tuple] = []
-    seen = signatures.TraceBuilder()  # what the signature detectors read: a few events, not the run
+    # what the detectors read: a few events, not the run; its final patch and its workflows' own records
+    seen = signatures.TraceBuilder(final_patch(source), workflow_states(source))
     for row in check.events(records):
         buffer.append(row)
         key, seq, ts, kind, tool, text, files, target, _line = row
-        seen.add(
-            signatures.Event(key, seq, kind, ts, tool, signatures.kept_text(kind, tool, text), tuple(files), target)
-        )
+        seen.add(signatures.trace_event(key, seq, kind, ts, tool, text, files, target, seen.watch))
         if len(buffer) >= FLUSH_ROWS:
             rows.write(buffer)
             buffer = []
     checked = check.finish()
     agents = [
-        signatures.Agent(c.key, c.role, c.parent, c.label, c.started_at, c.ended_at, c.status, c.position, c.workflow)
+        signatures.Agent(
+            c.key,
+            c.role,
+            c.parent,
+            c.label,
+            c.started_at,
+            c.ended_at,
+            c.status,
+            c.position,
+            c.workflow,
+            c.slot,
+            c.attempt,
+            c.attempts,
+        )  # fmt: skip
         for c in checked.contexts
     ]
     detection = signatures.detect(seen.build(agents))
@@ -133,6 +146,34 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
 NOTE_MAX = Run._meta.get_field("signatures_note").max_length
 
 
+def final_patch(source: RunSource) -> signatures.Patch | None:
+    """The run's final patch (signatures.pick_patch among its patch files), read as store_files keeps
+    it, so that a line the detectors cite is the line its anchor opens."""
+    patches = {}
+    for path in source.artifacts:
+        relative = source.relative(path)
+        if artifact_kind(relative) == RunFile.Kind.PATCH:
+            patches[relative] = path
+    chosen = signatures.pick_patch(patches)
+    if chosen is None:
+        return None
+    text, _ = read_text(patches[chosen], limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
+    return signatures.read_patch(text.splitlines(), source=chosen)
+
+
+def workflow_states(source: RunSource) -> list[signatures.WorkflowState]:
+    """The run's workflows' own records (Claude Code's `workflows/<run id>.json`), read as store_files keeps
+    them, so that the line the detectors cite is the line its anchor opens."""
+    states = []
+    for path in dict.fromkeys([*source.files, *source.artifacts]):
+        relative = source.relative(path)
+        if signatures.WORKFLOW_STATE.search(relative):
+            text, _ = read_text(path, limit=settings.PARALLAX_ARTIFACT_MAX_BYTES)
+            if state := signatures.read_workflow_state(text, source=relative):
+                states.append(state)
+    return states
+
+
 def signature_hit_rows(*, run_id: int, detection: signatures.Detection) -> list[SignatureHit]:
     return [
         SignatureHit(
@@ -141,6 +182,7 @@ def signature_hit_rows(*, run_id: int, detection: signatures.Detection) -> list[
             modes=list(hit.modes),
             evidence=[e.as_dict() for e in hit.evidence],
             explanation=hit.explanation,
+            wrong_if=hit.wrong_if,
             detector_version=signatures.DETECTOR_VERSION,
             position=i,
         )

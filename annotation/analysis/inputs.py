@@ -19,7 +19,8 @@ from trajectories.models import SignatureHit
 from trajectories.selectors import twins
 from trajectories.signatures import DETECTOR_MODES, DETECTOR_VERSION
 
-from ..models import Annotation, AuditEntry, FinalCoding, FinalLabel, Study, StudyCodebookMove
+from ..models import Annotation, AuditEntry, FinalCoding, FinalLabel, PublishedRecord, Study, StudyCodebookMove
+from ..review_json import review_from_data
 from ..study_settings import CODE_UNIVERSES
 from .agreement import Coding, Taxonomy
 from .reports import PROCESS_METRICS, FinalInstance, PairOutcome, Rq4Rules, RunMetrics
@@ -124,10 +125,10 @@ def read_inputs(study: Study, *, parts: tuple[str, ...] = PARTS) -> StudyInputs:
     if "strata" in parts:
         values["strata"] = strata(study=study)
     if "signatures" in parts:
-        values["signature_runs"] = signature_runs(study=study)
         values["codebook_modes"] = dict(
             Code.objects.filter(codebook_id=study.codebook_id, level=Code.Level.MODE).values_list("key", "name")
         )
+        values["signature_runs"] = signature_runs(study=study, modes=values["codebook_modes"])
         values["detector_modes"] = DETECTOR_MODES
     return StudyInputs(**values)
 
@@ -383,29 +384,75 @@ def _hint_free(study: Study, finals: dict[int, tuple[str, datetime]], with_hits:
     return set(finals) - exposed
 
 
-def signature_runs(*, study: Study) -> list[RunSignatures]:
-    """Every run of the study with a final coding: its gold mode keys, its stored hits, whether they
-    were computed by the current detectors (DETECTOR_VERSION), and whether its gold was reached with no
-    hint seen (hint_free_runs). Four queries."""
+def signature_runs(*, study: Study, modes: dict[str, str] | None = None) -> list[RunSignatures]:
+    """Every run of the study with gold — a final coding, or the study's published review of it — with
+    its gold mode keys, the modes its review explicitly rejects, its stored hits, whether they were
+    computed by the current detectors (DETECTOR_VERSION), and whether its gold was reached with no hint
+    seen (hint_free_runs; a published review saw none). Five queries (six without `modes`, the study
+    codebook's mode keys and names).
+
+    Where the run's published `review.json` decides a mode, its decision is the gold for that mode
+    (retained: positive; rejected: an explicit negative), whatever the final labels say; the modes it
+    does not decide come from the final labels (docs/signatures.md, *Measured against gold labels*)."""
     finals = FinalCoding.objects.filter(study=study)
-    coded = list(finals.order_by("run_id").values_list("run_id", "run__signatures_version", "provenance", "decided_at"))
-    versions = {run_id: version for run_id, version, _, _ in coded}
+    coded = list(finals.values_list("run_id", "run__signatures_version", "provenance", "decided_at"))
     decided = {run_id: (provenance, at) for run_id, _, provenance, at in coded}
+    versions = {run_id: version for run_id, version, _, _ in coded}
     gold: dict[int, set[str]] = defaultdict(set)
     for run_id, key in FinalLabel.objects.filter(final__study=study).values_list("final__run_id", "code__key"):
         gold[run_id].add(key)
+    reviews = published_decisions(study=study, modes=modes, versions=versions)
+    run_ids = sorted(set(decided) | set(reviews))
     hits: dict[int, list[tuple[str, tuple[str, ...]]]] = defaultdict(list)
-    rows = SignatureHit.objects.filter(run_id__in=finals.values("run_id")).values_list("run_id", "detector", "modes")
-    for run_id, detector, modes in rows.order_by("run_id", "position"):
-        hits[run_id].append((detector, tuple(modes or ())))
-    free = _hint_free(study, decided, {run_id for run_id, found in hits.items() if found})
-    return [
-        RunSignatures(
-            run_id=run_id,
-            gold=frozenset(gold.get(run_id, ())),
-            hits=tuple(hits.get(run_id, ())),
-            checked=version == DETECTOR_VERSION,
-            hint_free=run_id in free,
+    reviewed = PublishedRecord.objects.filter(study=study, kind=PublishedRecord.Kind.REVIEW).values("run_id")
+    rows = SignatureHit.objects.filter(Q(run_id__in=finals.values("run_id")) | Q(run_id__in=reviewed))
+    for run_id, detector, listed in rows.values_list("run_id", "detector", "modes").order_by("run_id", "position"):
+        hits[run_id].append((detector, tuple(listed or ())))
+    with_hits = {run_id for run_id, found in hits.items() if found and run_id in decided}
+    free = _hint_free(study, decided, with_hits) | set(reviews)  # published decisions saw no hint
+    out = []
+    for run_id in run_ids:
+        labels = frozenset(gold.get(run_id, ()))
+        retained, rejected = reviews.get(run_id, (frozenset(), frozenset()))
+        out.append(
+            RunSignatures(
+                run_id=run_id,
+                gold=(labels - rejected) | retained,
+                hits=tuple(hits.get(run_id, ())),
+                checked=versions.get(run_id) == DETECTOR_VERSION,
+                hint_free=run_id in free,
+                rejected=rejected - retained,
+                reviewed=run_id in reviews,
+            )
         )
-        for run_id, version in versions.items()
-    ]
+    return out
+
+
+def published_decisions(
+    *, study: Study, modes: dict[str, str] | None = None, versions: dict[int, int | None] | None = None
+) -> dict[int, tuple[frozenset[str], frozenset[str]]]:
+    """The study's published reviews (`review.json`, kept as PublishedRecord data) as gold: per run, the
+    mode keys its candidate decisions retain and those they reject, matched to the study's codebook
+    (`modes`: its mode keys and names; read when not given) by name. A run's newest review counts; a
+    decided label the codebook does not have decides nothing (the import reported it). `versions`, when
+    given, gets each reviewed run's signatures version. One query (two without `modes`)."""
+    if modes is None:
+        modes = dict(
+            Code.objects.filter(codebook_id=study.codebook_id, level=Code.Level.MODE).values_list("key", "name")
+        )
+    keys = {name.lower(): key for key, name in modes.items()}
+    records = PublishedRecord.objects.filter(study=study, kind=PublishedRecord.Kind.REVIEW).order_by(
+        "imported_at", "pk"
+    )
+    documents = {}
+    for run_id, version, data in records.values_list("run_id", "run__signatures_version", "data"):
+        documents[run_id] = data  # the newest wins
+        if versions is not None:
+            versions[run_id] = version
+    found = {}
+    for run_id, data in documents.items():
+        review = review_from_data(data, name=f"review of run {run_id}")  # checked when it was imported
+        retained = frozenset(keys[c.third_label.lower()] for c in review.retained if c.third_label.lower() in keys)
+        rejected = frozenset(keys[c.third_label.lower()] for c in review.rejected if c.third_label.lower() in keys)
+        found[run_id] = (retained, rejected)
+    return found

@@ -1,11 +1,14 @@
 """Failure signatures measured against gold: the detectors' hits on a study's runs against the runs'
-final labels, per detector × mode, per detector and per mode (docs/signatures.md, *Measured against
-gold labels*, has the definitions). Pure: plain data in and out, no ORM.
+gold, per detector × mode, per detector and per mode (docs/signatures.md, *Measured against gold
+labels*, has the definitions). Pure: plain data in and out, no ORM.
 
-A run counts when it has a final coding (its gold: the set of mode keys of its final labels, empty for
-"no failure") and its signatures were computed by the current detectors; runs with a final coding whose
-signatures were not computed are left out and counted. Precision or recall is None when its denominator
-is 0 (nothing predicted, nothing in gold), never a made-up 0."""
+A run counts when it has gold — a final coding, or the study's published review of it — and its
+signatures were computed by the current detectors; runs with gold whose signatures were not computed
+are left out and counted. A run's gold is the set of mode keys it has; where the study's published
+review (`review.json`) decides a mode, its decision is the gold for that mode: retained is a positive,
+rejected an *explicit* negative (counted apart: `rejected`, and `fp_rejected` for a hit the study ruled
+out). Precision or recall is None when its denominator is 0 (nothing predicted, nothing in gold), never a
+made-up 0."""
 
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ COLUMNS = (
     "tn",
     "precision",
     "recall",
+    "rejected",  # runs whose published review explicitly rejects the mode (all of the detector's modes)
+    "fp_rejected",  # false positives on those runs: hits the study ruled out
     # the same over the runs whose gold was reached with no hint seen (compute.signatures)
     *(f"{name}_hint_free" for name in ("tp", "fp", "fn", "tn", "precision", "recall")),
 )
@@ -35,15 +40,18 @@ COLUMNS = (
 
 @dataclass(frozen=True, slots=True)
 class RunSignatures:
-    """One run of the study with a final coding: the mode keys of its final labels, its stored hits
-    as (detector, modes the hit supports), whether its signatures were computed, and whether its final
-    labels were reached with no hint seen."""
+    """One run of the study with gold: the mode keys it has (`gold`) and, when the study's published
+    review decides its modes, those it explicitly rejects (`rejected`); its stored hits as (detector,
+    modes the hit supports), whether its signatures were computed, and whether its gold was reached
+    with no hint seen."""
 
     run_id: int
     gold: frozenset[str]
     hits: tuple[tuple[str, tuple[str, ...]], ...] = ()
     checked: bool = True
     hint_free: bool = True  # its gold was reached with no hint seen (inputs.hint_free_runs)
+    rejected: frozenset[str] = frozenset()  # modes its published review rejects: explicit negatives
+    reviewed: bool = False  # its gold comes (for the modes the review decides) from a published review
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +85,20 @@ def confusion(pairs: Iterable[tuple[bool, bool]]) -> Counts:
     return Counts(tp, fp, fn, tn)
 
 
-def _row(table: str, detector: str, mode: str, name: str, in_codebook: bool, counts: Counts) -> dict:
+def _explicit(triples: Iterable[tuple[bool, bool, bool]]) -> dict[str, int]:
+    """Of (predicted, gold, explicitly rejected) per run: the runs whose negative is explicit, and the
+    false positives among them."""
+    rejected = fp_rejected = 0
+    for predicted, gold, refused in triples:
+        if refused and not gold:
+            rejected += 1
+            fp_rejected += predicted
+    return {"rejected": rejected, "fp_rejected": fp_rejected}
+
+
+def _row(
+    table: str, detector: str, mode: str, name: str, in_codebook: bool, counts: Counts, explicit: dict[str, int]
+) -> dict:
     # A mode the study's codebook does not have cannot be in its gold: its precision and recall
     # would measure the codebook, not the detector.
     return {
@@ -95,6 +116,7 @@ def _row(table: str, detector: str, mode: str, name: str, in_codebook: bool, cou
         "tn": counts.tn,
         "precision": counts.precision if in_codebook else None,
         "recall": counts.recall if in_codebook else None,
+        **explicit,
     }
 
 
@@ -114,6 +136,9 @@ def evaluate_signatures(
     * detector × mode: predicted = a hit of the detector lists the mode; gold = the mode is in gold.
     * detector: predicted = any hit of the detector; gold = any of the detector's modes is in gold.
     * mode: predicted = any hit (of any detector) lists the mode; gold = the mode is in gold.
+
+    Each row also counts its explicit negatives (`rejected`: runs whose published review rejects the
+    mode; for a detector, every one of its modes) and the false positives among them (`fp_rejected`).
     """
     runs = list(runs)
     names = dict(codebook_modes) if codebook_modes is not None else None
@@ -138,20 +163,28 @@ def evaluate_signatures(
     detector_mode_rows, detector_rows, mode_rows = [], [], []
     for detector, modes in detector_modes.items():
         for mode in modes:
-            counts = confusion(
-                (mode in f.get(detector, ()), mode in r.gold) for r, f in zip(evaluated, fired, strict=True)
-            )
-            detector_mode_rows.append(_row(TABLES[0], detector, mode, *known(mode), counts))
+            triples = [
+                (mode in f.get(detector, ()), mode in r.gold, mode in r.rejected)
+                for r, f in zip(evaluated, fired, strict=True)
+            ]
+            counts = confusion((p, g) for p, g, _ in triples)
+            detector_mode_rows.append(_row(TABLES[0], detector, mode, *known(mode), counts, _explicit(triples)))
         supported = frozenset(modes)
-        counts = confusion(
-            (detector in f, not r.gold.isdisjoint(supported)) for r, f in zip(evaluated, fired, strict=True)
-        )
+        triples = [
+            (detector in f, not r.gold.isdisjoint(supported), supported <= r.rejected)
+            for r, f in zip(evaluated, fired, strict=True)
+        ]
+        counts = confusion((p, g) for p, g, _ in triples)
         in_codebook = names is None or any(m in names for m in modes)
-        detector_rows.append(_row(TABLES[1], detector, "", "", in_codebook, counts))
+        detector_rows.append(_row(TABLES[1], detector, "", "", in_codebook, counts, _explicit(triples)))
     listed_by_any = [set().union(*f.values()) for f in fired]
     for mode in all_modes:
-        counts = confusion((mode in listed, mode in r.gold) for r, listed in zip(evaluated, listed_by_any, strict=True))
-        mode_rows.append(_row(TABLES[2], "", mode, *known(mode), counts))
+        triples = [
+            (mode in listed, mode in r.gold, mode in r.rejected)
+            for r, listed in zip(evaluated, listed_by_any, strict=True)
+        ]
+        counts = confusion((p, g) for p, g, _ in triples)
+        mode_rows.append(_row(TABLES[2], "", mode, *known(mode), counts, _explicit(triples)))
 
     gold_pairs = sum(len(r.gold) for r in evaluated)
     covered = sum(len(r.gold & frozenset(all_modes)) for r in evaluated)
@@ -161,6 +194,8 @@ def evaluate_signatures(
             "evaluated": len(evaluated),
             "unchecked": len(runs) - len(evaluated),
         },
+        # evaluated runs whose gold comes (for the modes it decides) from the study's published review
+        "reviewed_runs": sum(1 for r in evaluated if r.reviewed),
         # (run, mode) pairs in gold, and how many are of a mode some detector supports
         "gold_pairs": gold_pairs,
         "gold_pairs_covered": covered,

@@ -8,7 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from taxonomy.models import Code, Codebook
 from trajectories.access import HINTS_HIDDEN, HINTS_SHOWN
 from trajectories.models import Run
-from trajectories.selectors import run_hints
+from trajectories.selectors import run_hints, signatures_outdated
 
 from ..access import hint_access
 from ..hint_policies import HINT_NEVER
@@ -31,7 +31,8 @@ def coding_hints(*, user: AbstractBaseUser, assignment: Assignment, annotation: 
     "off" (the study never shows hints: no panel), "waiting" (shown after the first submission, not
     made yet: the panel says so and nothing about hits), "elsewhere" (another study in which this
     annotator codes the pair does not show them yet), "offer" (allowed, not shown yet: a button that
-    shows and records them), "shown" (recorded: the hits, each event with a "cite")."""
+    shows and records them), "shown" (recorded: the hits, each event with a "cite"; `outdated` says when
+    older rules found them)."""
     study: Study = assignment.study
     run = assignment.run
     if study.hint_policy == HINT_NEVER:
@@ -42,7 +43,8 @@ def coding_hints(*, user: AbstractBaseUser, assignment: Assignment, annotation: 
         return {"state": "elsewhere", "rows": [], "run": run}
     if annotation.hints_seen_at is None:
         return {"state": "offer", "rows": [], "run": run}
-    return {"state": "shown", "rows": hint_rows(run=run, codebook=study.codebook), "run": run, "note": _note(run)}
+    rows = hint_rows(run=run, codebook=study.codebook)
+    return {"state": "shown", "rows": rows, "run": run, "note": _note(run), "outdated": signatures_outdated(run)}
 
 
 def review_hints(*, user: AbstractBaseUser | AnonymousUser, run: Run, codebook: Codebook) -> dict:
@@ -51,7 +53,7 @@ def review_hints(*, user: AbstractBaseUser | AnonymousUser, run: Run, codebook: 
     coding page first)."""
     access = hint_access(user, run)
     rows = hint_rows(run=run, codebook=codebook) if access == HINTS_SHOWN else []
-    return {"state": access, "rows": rows, "run": run, "note": _note(run)}
+    return {"state": access, "rows": rows, "run": run, "note": _note(run), "outdated": signatures_outdated(run)}
 
 
 def _note(run: Run) -> str:

@@ -26,10 +26,11 @@ from annotation.services.studies import study_assign, study_create
 from annotation.study_settings import SettingsError
 from tests.factories import client_for, new_user, submit_disagreement
 from trajectories.models import AgentContext, Run, SignatureHit
+from trajectories.signatures import DETECTOR_VERSION
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
-DETECTORS = ("unisolated_workspace_writes", "parent_idle_wait")  # what every `study` run's log shows
+DETECTORS = ("unisolated_workspace_writes",)  # what every `study` run's log shows (its parent only spawns)
 POLICIES = ("never", "after_first_submission", "always")
 
 
@@ -127,7 +128,7 @@ def test_the_discussion_page_hides_hits_from_annotators_under_never_and_shows_th
             assert shows_hits(client_for(lead).get(url).content.decode()), (lead, url)
     page = client_for(adjudicator).get(f"/annotate/adjudication/{discussion.pk}/").content.decode()
     assert shows_hits(page)
-    assert "Unisolated Workspace Writes" in page and "Blind Timeout Wait" in page  # the codebook's names
+    assert "Unisolated Workspace Writes" in page and "Cross-File Scope Collision" in page  # the codebook's names
     assert 'class="cite"' not in page.split('id="hints"')[1].split("</section>")[0]  # nothing is coded there
 
 
@@ -242,7 +243,7 @@ def test_the_run_history_and_the_exports_say_which_codings_saw_hints(study, trio
     submit(seen)
     lead = client_for(adjudicator)
     history = lead.get(f"/annotate/studies/{study.pk}/runs/{seen.run_id}/history/").content.decode()
-    assert "hints shown: unisolated_workspace_writes, parent_idle_wait" in history
+    assert "hints shown: unisolated_workspace_writes" in history
     export = lead.get(f"/annotate/studies/{study.pk}/export/labels.csv")
     rows = list(csv.DictReader(io.StringIO(b"".join(export.streaming_content).decode())))
     by_run = {(r["run_id"], r["annotator"]): r["hints_seen"] for r in rows}
@@ -323,3 +324,16 @@ def test_a_locked_coding_shows_hints_without_cite(study, trio):
     submit(assignment)
     panel = client_for(trio[0]).post(f"/annotate/{assignment.pk}/hints/", **HTMX).content.decode()
     assert shows_hits(panel) and 'class="cite"' not in panel and 'class="anchor"' in panel
+
+
+def test_hits_of_older_rules_say_so_on_the_panel_only_to_whoever_sees_the_hits(study, trio):
+    set_policy(study, "after_first_submission")
+    assignment = first_assignment(study, trio[0])
+    Run.objects.filter(pk=assignment.run_id).update(signatures_version=DETECTOR_VERSION - 1)
+    client = client_for(trio[0])
+    assert "older rules" not in client.get(f"/annotate/{assignment.pk}/").content.decode()  # not submitted yet
+    submit(assignment)
+    panel = client.post(f"/annotate/{assignment.pk}/hints/", **HTMX).content.decode()
+    assert shows_hits(panel) and f"Found by older rules (detectors version {DETECTOR_VERSION - 1}" in panel
+    Run.objects.filter(pk=assignment.run_id).update(signatures_version=DETECTOR_VERSION)
+    assert "older rules" not in client.get(f"/annotate/{assignment.pk}/").content.decode()

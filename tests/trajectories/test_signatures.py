@@ -105,7 +105,7 @@ def test_a_child_running_when_the_main_agent_says_done_is_early_termination():
         [event("main", 0, 0, "message", tool="user"), event("main", 1, 100, "message", tool="assistant", text="Done.")],
     )
     [hit] = sig.unfinished_children(trace)
-    assert hit.modes == ("early-child-termination", "late-finalization")
+    assert hit.modes == ("early-child-termination",)  # not late finalization: no unpromoted candidate is seen
     assert hit.evidence[0].agent == "main" and hit.evidence[0].seq == 1 and hit.evidence[1].agent == "w0"
 
 
@@ -133,23 +133,32 @@ def test_a_log_that_stops_has_no_finish_and_a_killed_child_is_early_termination(
 # -- parent idle/polling ----------------------------------------------------------------------
 
 
-def test_a_parent_silent_while_children_run_is_idle():
+def test_a_parent_waiting_on_its_children_until_the_wait_times_out_is_a_blind_timeout_wait():
     trace = make_trace(
         [agent("main", 0, 200), *workers((10, 100))],
-        [event("main", 0, 10, "spawn", target="w0"), event("main", 1, 100, "join", target="w0")],
+        [
+            event("main", 0, 10, "spawn", target="w0"),
+            event("main", 1, 11, "wait", tool="wait_agent", target="w0"),
+            event("main", 2, 71, "tool_result", tool="wait_agent", text='{"status": {}, "timed_out": true}'),
+        ],
     )
     [hit] = sig.parent_idle_wait(trace)
-    assert hit.modes == ("blind-timeout-wait", "critical-path-starvation")
-    assert "90 s of the 90 s" in hit.explanation
-    assert [(e.agent, e.seq) for e in hit.evidence][1:] == [("main", 0), ("main", 1)]
+    assert hit.modes == ("blind-timeout-wait",)
+    assert "waited 60 s on w0" in hit.explanation and "says it timed out" in hit.explanation
+    assert [(e.agent, e.seq) for e in hit.evidence] == [("main", 1), ("main", 2)]
+    assert "wait_agent" in hit.evidence[0].note and hit.wrong_if
 
 
-def test_a_parent_working_while_children_run_is_not_idle_but_three_polls_are():
+def test_a_wait_that_ends_with_the_childs_result_or_with_own_work_is_not_blind():
+    returned = [event("main", 0, 10, "spawn", target="w0"), event("main", 1, 100, "join", target="w0")]
+    assert sig.parent_idle_wait(make_trace([agent("main", 0, 200), *workers((10, 100))], returned)) == []
+    # the main agent's own commands and thinking while a child runs are never waiting, even if the child is killed
     busy = [event("main", k, 10 + 10 * k, text="edit", tool="Read") for k in range(10)]
-    assert sig.parent_idle_wait(make_trace([agent("main", 0, 200), *workers((10, 100))], busy)) == []
-    polls = [event("main", 20 + k, 30 + 20 * k, text="sleep 30") for k in range(3)]
-    [hit] = sig.parent_idle_wait(make_trace([agent("main", 0, 200), *workers((10, 100))], busy[:1] + polls))
-    assert "polled or slept 3 times" in hit.explanation or "did no work" in hit.explanation
+    killed = [agent("w0", 10, 100, status="killed")]
+    assert sig.parent_idle_wait(make_trace([agent("main", 0, 200), *killed], busy)) == []
+    # blocked on it while it is killed: the wait ran out
+    [hit] = sig.parent_idle_wait(make_trace([agent("main", 0, 200), *killed], returned))
+    assert "w0 ended killed" in hit.explanation
 
 
 def test_a_parent_without_events_is_not_called_idle():
@@ -211,7 +220,8 @@ def test_a_retry_redoing_the_first_attempts_actions_is_checkpoint_free():
         event("w1", 2, 8, "file_write", tool="Edit", files=["a.py"]),
     ]
     [hit] = sig.checkpoint_free_retry(make_trace([agent("main", 0, 20), *attempts], first + again))
-    assert hit.modes == ("checkpoint-free-retry",) and "redid 2 of its 2" in hit.explanation
+    # the write is work redone; re-reading a.py (every fresh attempt's orientation) is not counted
+    assert hit.modes == ("checkpoint-free-retry",) and "redid 1 of the 1 file actions" in hit.explanation
     other = [event("w1", 1, 7, tool="Read", files=["b.py"])]
     assert sig.checkpoint_free_retry(make_trace([agent("main", 0, 20), *attempts], first + other)) == []
 
@@ -233,7 +243,8 @@ def test_tests_before_the_last_child_write_and_none_after_is_merge_after_verific
     assert [(e.agent, e.seq) for e in hit.evidence] == [("main", 1), ("w0", 0)]
     assert sig.verification_order(_verified(event("main", 1, 60, text="pytest"))) == []
     [hit] = sig.verification_order(_verified())
-    assert hit.modes == ("missing-verifier-return",)
+    assert hit.modes == ("unverified-global-completion",)
+    assert [(e.agent, e.seq) for e in hit.evidence] == [("w0", 0), ("main", 9)]
 
 
 # -- bad input ---------------------------------------------------------------------------------
@@ -268,6 +279,6 @@ def test_rows_become_a_trace_of_the_events_that_matter_in_time_order():
     # untimed events last; a tool result and a plain command are only work and counts, not events
     assert [(e.agent, e.seq) for e in trace.events] == [("w0", 1), ("main", 1), ("w0", 0)]
     assert len(trace.events[0].text) == sig.TEXT_CHARS and trace.events[1].text == "pytest"
-    assert trace.work["main"] == ((at(1), at(5)), (at(60), at(60)))  # merged while < 20 s apart
+    assert trace.waits == {}  # no stretch began with a spawn, wait or poll, nor ended with a join
     assert trace.actions == {"w0": 1, "main": 2} and trace.last["main"].seq == 2 and trace.n_events == 5
     assert trace.subs[0].role == "sub" and trace.subs[0].parent == "main"
