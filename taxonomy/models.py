@@ -145,3 +145,11 @@ class Code(models.Model):
 
 class FrozenCodebookError(Exception):
     pass
+
+
+class OpenDraftError(Exception):
+    """A codebook already has a draft being edited: a second one would fork its next version."""
+
+    def __init__(self, draft: Codebook) -> None:
+        super().__init__(f"{draft} is a draft still being edited: edit it (or freeze it) before making a new version")
+        self.draft = draft

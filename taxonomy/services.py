@@ -13,7 +13,7 @@ from django.utils import timezone
 from activity.services import record
 from common.spreadsheet import spreadsheet_safe, spreadsheet_unsafe
 
-from .models import Code, Codebook, FrozenCodebookError
+from .models import Code, Codebook, FrozenCodebookError, OpenDraftError
 from .tree import CSV_COLUMNS, LEVELS, PARENT_LEVEL, SLUG, TEXT_FIELDS, CodeSpec, TreeError, slugify_key, validate
 
 DEFAULT_CODEBOOK = Path(__file__).parent / "data" / "study_codebook.json"
@@ -190,7 +190,16 @@ def codebook_specs(codebook: Codebook) -> list[CodeSpec]:
 def codebook_new_version(
     *, codebook: Codebook, change_log: str = "", user=None, specs: list[CodeSpec] | None = None
 ) -> Codebook:
-    """A new draft version derived from `codebook` (same keys unless `specs` says otherwise)."""
+    """A new draft version derived from `codebook` (same keys unless `specs` says otherwise). Refused while a draft
+    of that codebook is open (OpenDraftError names it): two drafts would both claim to be the next version."""
+    draft = (
+        Codebook.objects.select_for_update()
+        .filter(name=codebook.name, status=Codebook.Status.DRAFT)
+        .order_by("-version")
+        .first()
+    )
+    if draft is not None:
+        raise OpenDraftError(draft)
     latest = Codebook.objects.filter(name=codebook.name).order_by("-version").first()
     return codebook_create_from_specs(
         name=codebook.name,

@@ -11,7 +11,7 @@ from accounts.roles import is_admin
 from common.htmx import HtmxHttpRequest
 
 from . import services
-from .models import Codebook, FrozenCodebookError
+from .models import Codebook, FrozenCodebookError, OpenDraftError
 from .selectors import codebook_tree
 from .tree import TEXT_FIELDS, TreeError, parse_key_map, parse_parts
 
@@ -150,9 +150,13 @@ def codebook_import(request: HtmxHttpRequest) -> HttpResponse:
 def codebook_new_version(request: HtmxHttpRequest, codebook_id: int) -> HttpResponse:
     _require_admin(request)
     codebook = get_object_or_404(Codebook, pk=codebook_id)
-    new = services.codebook_new_version(
-        codebook=codebook, change_log=request.POST.get("change_log", ""), user=request.user
-    )
+    try:
+        new = services.codebook_new_version(
+            codebook=codebook, change_log=request.POST.get("change_log", ""), user=request.user
+        )
+    except OpenDraftError as exc:
+        messages.error(request, str(exc))
+        return redirect("taxonomy:codebook_detail", codebook_id=exc.draft.pk)
     messages.success(request, f"Created {new} from v{codebook.version}.")
     return redirect("taxonomy:codebook_detail", codebook_id=new.pk)
 

@@ -192,3 +192,20 @@ def test_codebook_csv_is_spreadsheet_safe_and_still_round_trips(codebook, admin_
     again = codebook_import_csv(text=text)
     assert again.codes.get(key="same-file-collision").definition == '=HYPERLINK("http://evil")'
     assert codebook_csv(again) == text
+
+
+def test_a_second_draft_of_a_codebook_is_refused_naming_the_open_one(admin_client_, codebook):
+    """'New version' while a draft is open would fork the next version: it is refused, names the draft and opens
+    it; once that draft is frozen, the next version is made."""
+    from taxonomy.models import OpenDraftError
+    from taxonomy.services import codebook_freeze, codebook_new_version
+
+    draft = codebook_new_version(codebook=codebook)
+    with pytest.raises(OpenDraftError, match=f"v{draft.version}"):
+        codebook_new_version(codebook=codebook)
+    response = admin_client_.post(f"/codebooks/{codebook.pk}/new-version/", follow=True)
+    assert response.redirect_chain[-1][0] == f"/codebooks/{draft.pk}/"
+    assert "still being edited" in response.content.decode()
+    assert Codebook.objects.filter(name=codebook.name, status="draft").count() == 1
+    codebook_freeze(codebook=draft)
+    assert codebook_new_version(codebook=draft).version == draft.version + 1
