@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpResponse, StreamingHttpResponse
@@ -225,7 +224,7 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
             form.add_error("file", exc.describe())
         else:
             transaction.on_commit(lambda: tasks.import_batch.delay(batch.pk))
-            messages.info(request, f"Import #{batch.pk} queued.")
+            # no flash message: the batch's page says where it is (queued, running, done or failed) and follows it
             if request.htmx:
                 return HttpResponseClientRedirect(batch_url(batch))
             return redirect("trajectories:import_detail", batch_id=batch.pk)

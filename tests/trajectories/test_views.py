@@ -176,6 +176,14 @@ def test_upload_imports_and_reports_progress(admin_client_, tmp_path, django_cap
     assert (batch.status, batch.imported, batch.failed) == ("done", 1, 0)  # eager Celery in tests
     fragment = admin_client_.get(response["Location"], **HTMX).content.decode()
     assert "<html" not in fragment and "1 imported" in fragment and "every 1s" not in fragment
+    page = admin_client_.get(response["Location"]).content.decode()
+    assert "queued" not in page and '<progress class="done"' in page  # no stale "queued" once it is done
+
+
+def test_a_failed_import_is_not_drawn_as_a_finished_one(admin_client_, admin_user):
+    batch = ImportBatch.objects.create(created_by=admin_user, status="failed", total=10, processed=10, error="boom")
+    body = admin_client_.get(reverse("trajectories:import_detail", args=[batch.pk])).content.decode()
+    assert '<progress class="failed"' in body and "boom" in body
 
 
 def test_progress_fragment_polls_while_running(admin_client_, admin_user):
