@@ -10,6 +10,7 @@ from django.views.decorators.csp import csp_override
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts import people_views
 from accounts.views import LoginView
 from config import views
 
@@ -17,6 +18,14 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "accounts/password/",
+        auth_views.PasswordChangeView.as_view(template_name="accounts/password.html", success_url="/"),
+        name="password_change",
+    ),
+    path("accounts/people/", people_views.people, name="people"),
+    path("accounts/people/add/", people_views.people_add, name="people_add"),
+    path("accounts/people/roles/", people_views.people_roles, name="people_roles"),
     # One login page (with its throttle) for the app and the admin.
     path(
         "admin/login/",

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Each app, and the project's apps it may import: the ones below it.
 BELOW = {
     "common": set(),
-    "accounts": {"common"},
+    "accounts": {"common", "activity"},  # people and role changes are logged
     "activity": {"common"},
     "trajectories": {"common", "accounts", "activity"},
     "taxonomy": {"common", "accounts", "activity"},

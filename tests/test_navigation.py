@@ -20,7 +20,8 @@ def links(user) -> list[str]:
 def test_each_role_is_offered_the_pages_it_can_use(annotator, adjudicator, admin_user, outsider):
     assert links(annotator) == ["Runs", "My queue", "Discussions", "Codebooks", "API"]
     assert links(adjudicator) == ["Runs", "Discussions", "Adjudication", "Studies", "Codebooks", "API"]
-    assert links(admin_user) == ["Runs", "Discussions", "Adjudication", "Studies", "Codebooks", "Import", "API"]
+    admin = ["Runs", "Discussions", "Adjudication", "Studies", "Codebooks", "Import", "People", "API"]
+    assert links(admin_user) == admin
     assert links(outsider) == ["Runs", "Codebooks", "API"]  # signed in, no role yet
 
 

@@ -51,6 +51,12 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "accounts/login/": ((200, 200, 200, 200, 200), (200, 200, 200, 200, 200)),
     "admin/login/": ((302, 302, 302, 302, 302), (302, 302, 302, 302, 302)),  # to the one login page
     "accounts/logout/": ((302, 405, 405, 405, 405), (302, 302, 302, 302, 302)),
+    # an empty POST: the form again, its fields' errors named
+    "accounts/password/": ((302, 200, 200, 200, 200), (302, 200, 200, 200, 200)),
+    # people and their roles: admins only (an empty POST: refused, its field named)
+    "accounts/people/": ((302, 403, 403, 403, 200), (302, 405, 405, 405, 405)),
+    "accounts/people/add/": ((302, 405, 405, 405, 405), (302, 403, 403, 403, 422)),
+    "accounts/people/roles/": ((302, 405, 405, 405, 405), (302, 403, 403, 403, 422)),
     "trajectories/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "trajectories/runs/<int:run_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
     "trajectories/runs/<int:run_id>/timeline/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
