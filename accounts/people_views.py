@@ -1,9 +1,11 @@
-"""The People page: admins add people and set their roles (accounts/services.py)."""
+"""The People page: admins add people and set their roles (accounts/services.py); everyone's own password."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
+from django.contrib.auth import views as auth_views
+from django.contrib.messages.views import SuccessMessageMixin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -68,3 +70,11 @@ def people_roles(request: HttpRequest) -> HttpResponse:
         return _page(request, error=exc, status=422)
     messages.success(request, f"{person.get_username()}: {', '.join(roles) or 'no role'}.")
     return redirect("people")
+
+
+class PasswordChange(SuccessMessageMixin, auth_views.PasswordChangeView):
+    """Anyone changes their own password (Django's form and rules); back to their start page, told it worked."""
+
+    template_name = "accounts/password.html"
+    success_url = "/"
+    success_message = "Your password is changed."

@@ -18,11 +18,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path(
-        "accounts/password/",
-        auth_views.PasswordChangeView.as_view(template_name="accounts/password.html", success_url="/"),
-        name="password_change",
-    ),
+    path("accounts/password/", people_views.PasswordChange.as_view(), name="password_change"),
     path("accounts/people/", people_views.people, name="people"),
     path("accounts/people/add/", people_views.people_add, name="people_add"),
     path("accounts/people/roles/", people_views.people_roles, name="people_roles"),

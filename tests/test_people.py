@@ -95,6 +95,7 @@ def test_everyone_changes_their_own_password(annotator):
         },
     )
     assert response.status_code == 302
+    assert "Your password is changed." in client.get(response["Location"], follow=True).content.decode()
     assert Client().login(username=annotator.username, password="new-pass-phrase-456")
     wrong = client.post("/accounts/password/", {"old_password": "nope", "new_password1": "x", "new_password2": "y"})
     assert wrong.status_code == 200 and "incorrect" in wrong.content.decode()
