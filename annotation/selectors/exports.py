@@ -381,8 +381,10 @@ def rq4_rows(study: Study, helped: list[list], stored: Stored) -> Iterator[dict]
     labels = dict(tags)
     reasons = {concurrent: why for concurrent, _, why in helped}
     ordered = sorted(reasons)
-    for start in range(0, len(ordered), RQ4_BATCH):
-        batch = ordered[start : start + RQ4_BATCH]
+    start, size = 0, FIRST_BATCH  # a small first batch: the first row whatever the study's size
+    while start < len(ordered):
+        batch = ordered[start : start + size]
+        start, size = start + size, min(size * 2, RQ4_BATCH)
         tagged = {t.run_id: t for t in AdvantageTag.objects.filter(study=study, run_id__in=batch)}
         for pair in sorted(pair_outcomes(study=study, run_ids=batch), key=lambda p: p.concurrent_run_id):
             tag = tagged.get(pair.concurrent_run_id)
