@@ -4,8 +4,10 @@ the boxes the browser lays out, on the pair page and the annotate page."""
 from __future__ import annotations
 
 import pytest
+from django.db.models import F
+from playwright.sync_api import expect
 
-from annotation.models import Assignment
+from annotation.models import Annotation, Assignment
 from tests.integration.conftest import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -83,3 +85,47 @@ def test_a_runs_artifacts_are_tabs(page, live_server, admin_user, tmp_path):
     shown = side.locator("ul.artifacts > li:not([hidden])")
     assert shown.count() == 1 and "Patch" in shown.inner_text()
     assert shown.locator("details").get_attribute("open") is not None  # opened, not a closed summary
+
+
+def in_view(page, selector: str) -> bool:
+    found = box(page, selector)
+    size = page.viewport_size
+    return found["y"] >= 0 and found["y"] + found["height"] <= size["height"] and found["x"] >= 0
+
+
+@pytest.mark.parametrize("width", [1440, 375])
+def test_the_status_line_stays_in_view_wherever_page_and_picker_are_scrolled(page, live_server, study, trio, width):
+    """Saved, the submit countdown, a refusal and a conflict all show in one line at the window's bottom,
+    whether the annotator reads the end of the pair or the end of the code list."""
+    assignment = Assignment.objects.filter(study=study, annotator=trio[0]).order_by("pk").first()
+    page.set_viewport_size({"width": width, "height": 800})
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/{assignment.pk}/")
+    page.wait_for_selector("#annotation-form")
+    page.wait_for_load_state()
+    page.keyboard.press("2")
+    page.keyboard.type("Nobody merged the children's work.")
+    page.keyboard.press("Escape")
+
+    def scrolled_away():
+        page.evaluate("document.getElementById('annotation-form').scrollTop = 1e6")  # the picker's own scroll
+        page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")  # the end of the pair
+        page.wait_for_timeout(100)
+
+    scrolled_away()
+    expect(page.locator("#save-status")).to_contain_text("Saved", timeout=10_000)
+    assert in_view(page, "#save-status")
+    page.keyboard.press("Control+Enter")  # the countdown, then undone
+    scrolled_away()
+    assert in_view(page, "#submit-pending")
+    page.keyboard.press("u")
+    expect(page.locator("#submit-pending")).to_be_hidden()
+    assert in_view(page, "#key-feedback")  # "Not submitted."
+    # a conflict: the coding saved elsewhere; the next keystroke is refused, in view
+    Annotation.objects.filter(assignment=assignment).update(version=F("version") + 1)
+    page.locator("fieldset.label-card:not([hidden]) textarea[data-role=rationale]").press("End")
+    page.keyboard.type(" More.")
+    scrolled_away()
+    expect(page.locator("#save-status")).to_contain_text("saved elsewhere", timeout=10_000)
+    assert in_view(page, "#save-status")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
