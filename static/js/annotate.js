@@ -1,6 +1,7 @@
 // The annotate page: cards follow the checkboxes, episodes, ranked code search, one key per
-// decision (numbers pick codes, f flag, s skip, u undo, n/p move, ? lists them), the submit undo
-// window, inline codebook guidance and "cite". Every shortcut is listed in the #shortcuts dialog.
+// decision (numbers pick codes, f flag, s skip, u undo, n/p move, c cite the event under the log's
+// cursor, ? lists them), the submit undo window, inline codebook guidance and "cite". Every shortcut
+// is listed in the #shortcuts dialog.
 (function () {
   "use strict";
   const form = document.getElementById("annotation-form");
@@ -513,7 +514,17 @@
       save();
       if (flagged.checked) document.getElementById("flag-note").focus();
     } else if (key === "s") { event.preventDefault(); openSkip(); }
+    else if (key === "c") { event.preventDefault(); citeFocused(); }
   });
+
+  // c: the event under the log's cursor (pair.js: j / k / J / K / o / r) is cited into the episode last
+  // edited, as its "cite" button does.
+  function citeFocused() {
+    const here = window.Parallax.log && window.Parallax.log.current();
+    const button = here && here.matches("li.event") ? here.querySelector(".cite") : null;
+    if (!button) { say(here ? "Only an event can be cited: j / k move to one, o opens an agent." : "Move to an event first: j / k, o opens an agent."); return; }
+    button.click();
+  }
 
   function toggleNoFailure() {
     remember();
