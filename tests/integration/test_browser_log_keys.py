@@ -105,3 +105,77 @@ def test_the_log_keys_move_by_event_by_agent_and_between_the_runs(page, live_ser
     page.keyboard.press("?")
     for key in ("j", "Shift+J", "o", "r", "c"):
         expect(page.locator("#shortcuts")).to_contain_text(key)
+
+
+def test_ruling_a_case_takes_at_most_10_keys_with_the_coding_pages_keys(
+    page, live_server, study, trio, codebook, adjudicator
+):
+    """The adjudicator rules an escalated case by keyboard alone: the first proposed mode by its number key,
+    its rationale, Esc, an event of the log cited into it (j, o, c), Ctrl+Enter to record."""
+    from annotation.models import FinalCoding
+    from annotation.services.review import discussion_escalate
+    from tests.factories import submit_disagreement
+
+    run = study.runs.order_by("pk").first()
+    discussion = submit_disagreement(study, run.pk, codebook)
+    discussion_escalate(discussion=discussion, actor=trio[0])
+    login(page, live_server, adjudicator.username, f"pw-{adjudicator.username}")
+    page.goto(f"{live_server.url}/annotate/adjudication/{discussion.pk}/")
+    page.wait_for_selector("#adjudication-form")
+    page.wait_for_load_state()
+    page.wait_for_selector("section.side.concurrent ol.contexts > li[id^=agent-]")
+    first = page.locator(".proposed-list .ruling-mode").first
+    expect(first.locator(".hotkey")).to_have_text("1")
+    ruled = first.get_attribute("data-key")
+    keys = Keyboard(page)
+    keys.press("1")
+    expect(page.locator(":focus")).to_have_attribute("data-role", "rationale")
+    keys.type("The summary dropped the failing test.")
+    keys.press("Escape")
+    keys.press("j")
+    keys.press("o")
+    cursor = page.locator("section.side.concurrent li.event.log-cursor")
+    expect(cursor).to_have_count(1)
+    anchor = cursor.locator(".cite").get_attribute("data-anchor")
+    keys.press("c")
+    expect(first.locator("textarea[name^=evidence-]")).to_have_value(anchor)
+    keys.press("Control+Enter")
+    page.wait_for_selector("text=adjudicated: the final labels are below")
+    final = FinalCoding.objects.get(run=run)
+    label = final.labels.get()
+    assert label.code.key == ruled
+    assert label.rationale == "The summary dropped the failing test." and label.evidence == [anchor]
+    assert final.decided_by == adjudicator
+    assert len(keys.presses) <= 10, keys.presses
+    print(f"keystrokes besides the text: {len(keys.presses)} {keys.presses}")
+
+
+def test_the_adjudication_keys_leave_a_field_and_refuse_an_unpicked_cite(
+    page, live_server, study, trio, codebook, adjudicator
+):
+    from annotation.services.review import discussion_escalate
+    from tests.factories import submit_disagreement
+
+    run = study.runs.order_by("pk").first()
+    discussion = submit_disagreement(study, run.pk, codebook)
+    discussion_escalate(discussion=discussion, actor=trio[0])
+    login(page, live_server, adjudicator.username, f"pw-{adjudicator.username}")
+    page.goto(f"{live_server.url}/annotate/adjudication/{discussion.pk}/")
+    page.wait_for_selector("#adjudication-form")
+    page.wait_for_load_state()
+    page.wait_for_selector("section.side.concurrent ol.contexts > li[id^=agent-]")
+    page.keyboard.press("j")
+    page.keyboard.press("o")
+    expect(page.locator("section.side.concurrent li.event.log-cursor")).to_have_count(1)
+    page.keyboard.press("c")  # no mode picked: nothing cited, and it says so
+    expect(page.locator("#key-feedback")).to_contain_text("Pick a mode")
+    page.keyboard.press("1")
+    page.keyboard.type("1")  # typed into the rationale, not a key
+    rationale = page.locator(".proposed-list .ruling-mode").first.locator("textarea[data-role=rationale]")
+    expect(rationale).to_have_value("1")
+    page.keyboard.press("Escape")
+    page.keyboard.press("1")  # out of the field: drops the mode again
+    expect(page.locator(".proposed-list .ruling-mode").first.locator("input[name=code]")).not_to_be_checked()
+    page.keyboard.press("Control+Enter")  # nothing picked: refused, naming why
+    expect(page.locator(".form-errors")).to_be_visible()
+    assert discussion.__class__.objects.get(pk=discussion.pk).status == "escalated"
