@@ -450,13 +450,25 @@
   // -- the picker folds away, leaving the pair the width; any picker key brings it back -----------
   const layout = document.getElementById("annotate-layout");
   const pickerToggle = document.getElementById("picker-toggle");
-  function foldPicker(folded) {
+  // On a narrow screen the picker is a sheet over the pair (CSS), folded unless the annotator opened it.
+  const narrow = window.matchMedia("(max-width: 700px)");
+  const foldKey = () => (narrow.matches ? "parallax.sheetOpen" : "parallax.codesHidden");
+  function foldPicker(folded, remembered = true) {
+    const changed = layout.classList.contains("codes-hidden") !== folded;
     layout.classList.toggle("codes-hidden", folded);
-    pickerToggle.firstChild.textContent = folded ? "codes " : "hide the codes ";
-    try { localStorage.setItem("parallax.codesHidden", folded ? "1" : ""); } catch (e) { /* private mode */ }
+    pickerToggle.firstChild.textContent = folded ? (narrow.matches ? "codes and coding ▲ " : "codes ") : (narrow.matches ? "hide the codes ▼ " : "hide the codes ");
+    if (changed && !folded && narrow.matches) form.scrollTop = 0;
+    if (!remembered) return;
+    try { localStorage.setItem(foldKey(), folded === narrow.matches ? "" : "1"); } catch (e) { /* private mode */ }
+  }
+  function foldAsRemembered() {
+    let flipped = false;
+    try { flipped = localStorage.getItem(foldKey()) === "1"; } catch (e) { /* private mode */ }
+    foldPicker(narrow.matches ? !flipped : flipped, false);
   }
   pickerToggle.addEventListener("click", () => foldPicker(!layout.classList.contains("codes-hidden")));
-  try { foldPicker(localStorage.getItem("parallax.codesHidden") === "1"); } catch (e) { /* private mode */ }
+  narrow.addEventListener("change", foldAsRemembered);
+  foldAsRemembered();
 
   // -- the keys -----------------------------------------------------------------------------------
   const shortcuts = document.getElementById("shortcuts");

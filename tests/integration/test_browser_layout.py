@@ -28,7 +28,9 @@ def stacked(top: dict, bottom: dict) -> bool:
 
 
 @pytest.mark.parametrize("width", [1440, 375])
-def test_the_pair_and_the_picker_sit_side_by_side_at_1440_and_stack_at_375(page, live_server, study, trio, width):
+def test_the_pair_and_the_picker_sit_side_by_side_at_1440_and_the_picker_is_a_sheet_at_375(
+    page, live_server, study, trio, width
+):
     assignment = Assignment.objects.filter(study=study, annotator=trio[0]).order_by("pk").first()
     page.set_viewport_size({"width": width, "height": 900})
     login(page, live_server, "coder1", "pw-coder1")
@@ -44,7 +46,23 @@ def test_the_pair_and_the_picker_sit_side_by_side_at_1440_and_stack_at_375(page,
     page.goto(f"{live_server.url}/annotate/{assignment.pk}/")
     page.wait_for_selector("#annotation-form")
     picker, pair = box(page, "#annotation-form"), box(page, ".pair-view")
-    assert side_by_side(picker, pair) if width == 1440 else stacked(picker, pair), (picker, pair)
+    if width == 1440:
+        assert side_by_side(picker, pair), (picker, pair)
+        return
+    # 375 px: the pair first, the picker a sheet at the window's bottom, folded to its button until opened
+    page.wait_for_load_state()
+    assert pair["y"] < 900 and page.locator(".code-tree").is_hidden()
+    assert abs(picker["y"] + picker["height"] - 900) < 2 and picker["height"] < 200, picker
+    page.click("#picker-toggle")
+    expect(page.locator(".code-tree")).to_be_visible()
+    sheet = box(page, "#annotation-form")
+    assert abs(sheet["y"] + sheet["height"] - 900) < 2 and sheet["height"] <= 0.75 * 900, sheet
+    assert box(page, ".pair-view")["y"] == pair["y"]  # the sheet lies over the pair, which stays in place
+    page.reload()  # opened stays opened
+    page.wait_for_load_state()
+    expect(page.locator(".code-tree")).to_be_visible()
+    page.click("#picker-toggle")
+    expect(page.locator(".code-tree")).to_be_hidden()
 
 
 def test_the_picker_folds_away_and_the_runs_scroll_together(page, live_server, study, trio):
