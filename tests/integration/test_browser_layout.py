@@ -147,3 +147,25 @@ def test_the_status_line_stays_in_view_wherever_page_and_picker_are_scrolled(pag
     expect(page.locator("#save-status")).to_contain_text("saved elsewhere", timeout=10_000)
     assert in_view(page, "#save-status")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+@pytest.mark.parametrize("width", [1440, 375])
+def test_a_table_wider_than_the_screen_says_that_it_scrolls(page, live_server, study, trio, width):
+    """At 375 px the run list's and the queue's tables scroll inside their boxes and say so above them;
+    at 1440 px the queue fits and says nothing. The page itself never scrolls sideways."""
+    page.set_viewport_size({"width": width, "height": 900})
+    login(page, live_server, "coder1", "pw-coder1")
+    for url in ("/trajectories/", "/annotate/"):
+        page.goto(live_server.url + url)
+        page.wait_for_load_state()
+        table = page.locator("main table.data").first
+        wide = table.evaluate("t => t.scrollWidth > t.clientWidth + 1")
+        hint = page.locator(".scroll-hint")
+        if width == 375:
+            assert wide, f"{url}: the table fits at 375 px"
+            expect(hint.first).to_be_visible()
+            expect(hint.first).to_contain_text("scroll it sideways")
+        elif url == "/annotate/":
+            assert not wide
+            expect(hint).to_have_count(0)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{url} scrolls sideways"
