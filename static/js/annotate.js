@@ -503,6 +503,7 @@
     const key = event.key;
     if (key === "[") { event.preventDefault(); foldPicker(!layout.classList.contains("codes-hidden")); return; }
     if (/^[0-9\/fsu]$/.test(key)) foldPicker(false);
+    if (/^[jkJKor]$/.test(key) && narrow.matches) foldPicker(true);  // the sheet makes way for the log's cursor
     if (key === "?") { event.preventDefault(); shortcuts.showModal(); }
     else if (key === "/") { event.preventDefault(); search.focus(); }
     else if (key === "n") { event.preventDefault(); follow("next-item"); }

@@ -179,3 +179,30 @@ def test_the_adjudication_keys_leave_a_field_and_refuse_an_unpicked_cite(
     page.keyboard.press("Control+Enter")  # nothing picked: refused, naming why
     expect(page.locator(".form-errors")).to_be_visible()
     assert discussion.__class__.objects.get(pk=discussion.pk).status == "escalated"
+
+
+def test_at_375_px_the_sheet_makes_way_for_the_logs_cursor(page, live_server, study, trio):
+    page.set_viewport_size({"width": 375, "height": 800})
+    login(page, live_server, "coder1", "pw-coder1")
+    assignment_id = open_next(page, live_server)
+    page.keyboard.press("2")  # the sheet opens, the rationale has the focus
+    expect(page.locator(".code-tree")).to_be_visible()
+    page.keyboard.type("Nobody merged.")
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")  # the sheet folds: the cursor is in view, not under it
+    page.keyboard.press("o")
+    cursor = page.locator("section.side.concurrent li.event.log-cursor")
+    expect(cursor).to_have_count(1)
+    expect(page.locator(".code-tree")).to_be_hidden()
+    sheet = page.locator("#annotation-form").bounding_box()
+    top = cursor.bounding_box()["y"]
+    assert 0 <= top < sheet["y"], (top, sheet)
+    anchor = cursor.locator(".cite").get_attribute("data-anchor")
+    page.keyboard.press("c")
+    for _ in range(100):
+        label = Annotation.objects.filter(assignment_id=assignment_id).first()
+        if label and label.labels.filter(evidence=[anchor]).exists():
+            break
+        page.wait_for_timeout(100)
+    else:
+        raise AssertionError("the cited event was never saved")
