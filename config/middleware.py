@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth.middleware import LoginRequiredMiddleware as DjangoLoginRequiredMiddleware
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import resolve_url
 
 
 class RejectNulQueryMiddleware:
@@ -50,3 +52,21 @@ class UploadSizeMiddleware:
                     return JsonResponse({"detail": message}, status=413)
                 return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
+
+
+class LoginRequiredMiddleware(DjangoLoginRequiredMiddleware):
+    """Django's login requirement, except for htmx requests: a page whose session has ended (logged
+    out in another tab, or expired) gets 401, never the login page swapped into one of its boxes.
+    The page keeps what was typed and says how to log in again (annotate.js); the response names
+    the login page in `X-Login-Url` so that the page can link to it."""
+
+    def handle_no_permission(self, request, view_func):
+        if request.headers.get("HX-Request") != "true":
+            return super().handle_no_permission(request, view_func)
+        response = HttpResponse(
+            "Your session has ended: log in again. Nothing was saved by this request.",
+            status=401,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["X-Login-Url"] = resolve_url(self.get_login_url(view_func))
+        return response

@@ -1,6 +1,7 @@
 // The annotate page: cards follow the checkboxes, episodes, ranked code search, one key per
-// decision (numbers pick codes, f flag, s skip, u undo, n/p move, ? lists them), the submit undo
-// window, inline codebook guidance and "cite". Every shortcut is listed in the #shortcuts dialog.
+// decision (numbers pick codes, f flag, s skip, u undo, n/p move, c cite the event under the log's
+// cursor, ? lists them), the submit undo window, inline codebook guidance and "cite". Every shortcut
+// is listed in the #shortcuts dialog.
 (function () {
   "use strict";
   const form = document.getElementById("annotation-form");
@@ -379,12 +380,63 @@
     const status = document.getElementById("save-status");
     const code = event.detail.xhr ? event.detail.xhr.status : 0;
     status.className = "save-status error";
+    if (code === 401 || code === 403) {
+      // The session ended (401), or this page's token is stale after a login elsewhere (403): the draft
+      // is in this browser (keepDraft) and is restored and saved once the page is opened logged in.
+      cancelSubmit();
+      status.textContent = "Not saved: your session has ended. What you typed is kept in this browser; log in again and it is saved.";
+      document.getElementById("session-expired").hidden = false;
+      return;
+    }
     status.textContent = code
       ? `Not saved: the server failed (${code}). What you typed is still here; keep this page open and try again.`
       : "Not saved: the server could not be reached. What you typed is still here; it is saved at your next change.";
   }
   document.addEventListener("htmx:responseError", saveFailed);
   document.addEventListener("htmx:sendError", saveFailed);
+
+  // -- the draft in this browser: nothing typed is lost when the session ends ------------------------
+  // Every change is kept in localStorage under this user and assignment; a save the server took (200)
+  // drops it if nothing changed since it was sent. Opening the page with a draft left (the session had
+  // ended, the tab was closed before the save) puts the draft back into the form and saves it.
+  const draftKey = form.dataset.draftKey;
+  const storage = (() => { try { return window.localStorage; } catch (e) { return null; } })();
+  // The draft remembers the version it was based on: restored, it saves as that version, so that a
+  // coding saved elsewhere in between is a conflict to choose from, never silently overwritten.
+  const draftOf = () => JSON.stringify({ form: state(), version: document.getElementById("version").value });
+  let sent = null;
+  function keepDraft() {
+    if (storage && editable) try { storage.setItem(draftKey, draftOf()); } catch (e) { /* storage full */ }
+  }
+  function dropDraft() { if (storage) storage.removeItem(draftKey); }
+  if (editable) {
+    form.addEventListener("input", keepDraft);
+    form.addEventListener("change", keepDraft);
+  }
+  document.addEventListener("htmx:beforeRequest", (event) => { if (event.detail.elt === form) sent = draftOf(); });
+  document.addEventListener("htmx:afterRequest", (event) => {
+    if (event.detail.elt !== form || !storage || !event.detail.xhr || event.detail.xhr.status !== 200) return;
+    if (storage.getItem(draftKey) === sent) dropDraft();
+  });
+  // "Take the saved one" after a conflict: what this page had is given up.
+  document.addEventListener("click", (event) => { if (event.target.closest("[data-take-saved]")) dropDraft(); });
+  function restoreDraft() {
+    if (!storage) return;
+    let kept;
+    try { kept = JSON.parse(storage.getItem(draftKey)); } catch (e) { kept = null; }
+    if (!kept || !kept.form) { dropDraft(); return; }
+    // submitted or locked since, or nothing new in it: the server's is the coding
+    if (!editable || JSON.stringify(kept.form) === JSON.stringify(state())) { dropDraft(); return; }
+    remember();  // u goes back to what the server had
+    boxes().forEach((box) => {
+      const key = box.id || `${box.name}:${box.value}`;
+      if (key in kept.form.checked) { box.checked = kept.form.checked[key]; showCard(box); }
+    });
+    restore(kept.form);
+    document.getElementById("version").value = kept.version;
+    save();
+    say("Restored what you typed before the session ended; it is being saved.");
+  }
 
   // After a conflict (saved elsewhere), "Keep mine" saves this page over the saved version: only
   // then does the form take the saved version's number. "Take the saved one" is a plain reload.
@@ -398,13 +450,25 @@
   // -- the picker folds away, leaving the pair the width; any picker key brings it back -----------
   const layout = document.getElementById("annotate-layout");
   const pickerToggle = document.getElementById("picker-toggle");
-  function foldPicker(folded) {
+  // On a narrow screen the picker is a sheet over the pair (CSS), folded unless the annotator opened it.
+  const narrow = window.matchMedia("(max-width: 700px)");
+  const foldKey = () => (narrow.matches ? "parallax.sheetOpen" : "parallax.codesHidden");
+  function foldPicker(folded, remembered = true) {
+    const changed = layout.classList.contains("codes-hidden") !== folded;
     layout.classList.toggle("codes-hidden", folded);
-    pickerToggle.firstChild.textContent = folded ? "codes " : "hide the codes ";
-    try { localStorage.setItem("parallax.codesHidden", folded ? "1" : ""); } catch (e) { /* private mode */ }
+    pickerToggle.firstChild.textContent = folded ? (narrow.matches ? "codes and coding ▲ " : "codes ") : (narrow.matches ? "hide the codes ▼ " : "hide the codes ");
+    if (changed && !folded && narrow.matches) form.scrollTop = 0;
+    if (!remembered) return;
+    try { localStorage.setItem(foldKey(), folded === narrow.matches ? "" : "1"); } catch (e) { /* private mode */ }
+  }
+  function foldAsRemembered() {
+    let flipped = false;
+    try { flipped = localStorage.getItem(foldKey()) === "1"; } catch (e) { /* private mode */ }
+    foldPicker(narrow.matches ? !flipped : flipped, false);
   }
   pickerToggle.addEventListener("click", () => foldPicker(!layout.classList.contains("codes-hidden")));
-  try { foldPicker(localStorage.getItem("parallax.codesHidden") === "1"); } catch (e) { /* private mode */ }
+  narrow.addEventListener("change", foldAsRemembered);
+  foldAsRemembered();
 
   // -- the keys -----------------------------------------------------------------------------------
   const shortcuts = document.getElementById("shortcuts");
@@ -439,6 +503,7 @@
     const key = event.key;
     if (key === "[") { event.preventDefault(); foldPicker(!layout.classList.contains("codes-hidden")); return; }
     if (/^[0-9\/fsu]$/.test(key)) foldPicker(false);
+    if (/^[jkJKor]$/.test(key) && narrow.matches) foldPicker(true);  // the sheet makes way for the log's cursor
     if (key === "?") { event.preventDefault(); shortcuts.showModal(); }
     else if (key === "/") { event.preventDefault(); search.focus(); }
     else if (key === "n") { event.preventDefault(); follow("next-item"); }
@@ -462,7 +527,17 @@
       save();
       if (flagged.checked) document.getElementById("flag-note").focus();
     } else if (key === "s") { event.preventDefault(); openSkip(); }
+    else if (key === "c") { event.preventDefault(); citeFocused(); }
   });
+
+  // c: the event under the log's cursor (pair.js: j / k / J / K / o / r) is cited into the episode last
+  // edited, as its "cite" button does.
+  function citeFocused() {
+    const here = window.Parallax.log && window.Parallax.log.current();
+    const button = here && here.matches("li.event") ? here.querySelector(".cite") : null;
+    if (!button) { say(here ? "Only an event can be cited: j / k move to one, o opens an agent." : "Move to an event first: j / k, o opens an agent."); return; }
+    button.click();
+  }
 
   function toggleNoFailure() {
     remember();
@@ -502,4 +577,8 @@
     field.dispatchEvent(new Event("change", { bubbles: true }));
     button.textContent = "cited";
   });
+  // After htmx has bound the form's save: it does so on DOMContentLoaded, which fires after every
+  // deferred script (this one too) and runs htmx's listener first.
+  if (document.readyState === "complete") restoreDraft();
+  else document.addEventListener("DOMContentLoaded", restoreDraft);
 })();

@@ -64,3 +64,93 @@
     select(0);
   });
 })();
+
+// The log under the keys, wherever a pair is shown: j / k the next / previous agent or event of the run
+// in focus, J / K the next / previous agent, o open or close it (an agent opened puts the cursor on its
+// first event once loaded), r the other run. The page's own script cites the event under the cursor (c),
+// read from window.Parallax.log.current().
+(function () {
+  "use strict";
+  const pair = document.getElementById("pair");
+  if (!pair) return;
+  const AGENT = 'ol.contexts > li[id^="agent-"] > details > summary';
+  const sides = () => Array.from(pair.querySelectorAll("section.side:not(.missing)"));
+  const shown = (el) => el.getClientRects().length > 0;
+  const items = (side, agentsOnly) =>
+    Array.from(side.querySelectorAll(agentsOnly ? AGENT : `${AGENT}, ol.contexts li.event`)).filter(shown);
+  const agentOf = (el) => el.closest('li[id^="agent-"]').querySelector(":scope > details > summary");
+  let cursor = null;
+  let side = null;
+  const last = new Map();  // each run's cursor, for r
+
+  function put(el) {
+    if (cursor) cursor.classList.remove("log-cursor");
+    cursor = el;
+    if (!el) return;
+    side = el.closest("section.side");
+    last.set(side, el);
+    if (el.tagName !== "SUMMARY") el.tabIndex = -1;
+    el.classList.add("log-cursor");
+    el.focus({ preventScroll: true });
+    el.scrollIntoView({ block: "nearest" });
+  }
+
+  function current() { return cursor && cursor.isConnected && shown(cursor) ? cursor : null; }
+
+  function move(delta, agentsOnly) {
+    if (!side || !side.isConnected) side = sides()[0];
+    if (!side) return;
+    const list = items(side, agentsOnly);
+    if (!list.length) return;
+    const here = current();
+    if (!here) { put(delta > 0 ? list[0] : list[list.length - 1]); return; }
+    const mark = agentsOnly ? agentOf(here) : here;
+    let at = list.indexOf(mark);
+    // K from inside an agent's events goes to that agent first
+    if (agentsOnly && delta < 0 && mark !== here) at += 1;
+    put(list[Math.min(Math.max(at + delta, 0), list.length - 1)]);
+  }
+
+  function toggle() {
+    const here = current();
+    if (!here) { move(1, true); return; }
+    if (here.tagName !== "SUMMARY") {
+      const text = here.querySelector(":scope > details");
+      if (text) text.open = !text.open;
+      return;
+    }
+    const details = here.parentElement;
+    details.open = !details.open;
+    if (!details.open) return;
+    const first = () => details.querySelector("li.event");
+    if (first()) { put(first()); return; }
+    // the agent's events arrive by htmx: step into the first one when they do
+    const arrived = () => {
+      if (first() && cursor === here) put(first());
+      if (first() || details.querySelector(".events p.muted")) details.removeEventListener("htmx:afterSwap", arrived);
+    };
+    details.addEventListener("htmx:afterSwap", arrived);
+  }
+
+  function otherRun() {
+    const all = sides();
+    const next = all.find((s) => s !== (side && side.isConnected ? side : all[0])) || null;
+    if (!next) return;
+    side = next;
+    const kept = last.get(next);
+    put(kept && kept.isConnected && shown(kept) ? kept : items(next, false)[0] || null);
+  }
+
+  window.Parallax = window.Parallax || {};
+  window.Parallax.log = { current };
+
+  document.addEventListener("keydown", (event) => {
+    const active = document.activeElement;
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName) || active.isContentEditable;
+    if (typing || event.ctrlKey || event.metaKey || event.altKey || document.querySelector("dialog[open]")) return;
+    const act = { j: () => move(1, false), k: () => move(-1, false), J: () => move(1, true), K: () => move(-1, true), o: toggle, r: otherRun }[event.key];
+    if (!act) return;
+    event.preventDefault();
+    act();
+  });
+})();

@@ -184,6 +184,26 @@ def test_anonymous_is_redirected(study):
     assert APIClient().get("/api/assignments/").status_code == 403
 
 
+def test_an_htmx_request_of_a_lapsed_session_gets_401_not_the_login_page(study, trio):
+    """Every htmx endpoint (the draft's save, the submit, the skip, the log's fragments) answers a
+    visitor without a session 401, naming the login page; the page keeps the text and says so."""
+    from django.test import Client
+
+    assignment = mine(study, trio[0]).first()
+    anonymous = Client(HTTP_HX_REQUEST="true")
+    for response in (
+        anonymous.post(f"/annotate/{assignment.pk}/save/", {"rationale-1": "kept"}),
+        anonymous.post(f"/annotate/{assignment.pk}/submit/"),
+        anonymous.get(f"/annotate/{assignment.pk}/"),
+    ):
+        assert response.status_code == 401
+        assert response["X-Login-Url"] == "/accounts/login/"
+        assert b"<html" not in response.content and b"log in again" in response.content
+    # a plain request still goes to the login page, and nothing was saved
+    assert Client().post(f"/annotate/{assignment.pk}/save/").status_code == 302
+    assert not Annotation.objects.filter(assignment=assignment).exists()
+
+
 def test_a_refused_save_never_hands_the_page_a_newer_version(study, trio, codebook):
     """Tab 1 saves; tab 2 (still on version 1) sends an invalid form: the 422 must not move tab 2
     to the new version, or its next save would overwrite tab 1 without a conflict."""
