@@ -168,3 +168,18 @@ def test_cite_after_an_undo_goes_to_the_episode_last_edited(page, live_server, s
         label.code.key: label.evidence for label in Annotation.objects.get(assignment_id=assignment_id).labels.all()
     }
     assert cited["no-implementation-owner"] and not cited["no-integration-owner"], cited
+
+
+def test_the_queue_lists_its_keys_and_n_opens_the_next_run(page, live_server, study, trio):
+    login(page, live_server, "coder1", "pw-coder1")
+    page.goto(f"{live_server.url}/annotate/")
+    page.wait_for_load_state()
+    page.keyboard.press("?")
+    expect(page.locator("#shortcuts")).to_be_visible()
+    expect(page.locator("#shortcuts")).to_contain_text("open your next run")
+    page.keyboard.press("Escape")
+    expect(page.locator("#shortcuts")).to_be_hidden()
+    target = page.locator("#next-run").get_attribute("href")
+    page.keyboard.press("n")
+    page.wait_for_url(f"**{target}")
+    page.wait_for_selector("#annotation-form")
