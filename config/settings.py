@@ -118,6 +118,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "accounts.context_processors.roles",
+                "common.text.limits",
             ],
         },
     },
@@ -250,6 +251,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "common.pagination.StrictPageNumberPagination",
+    # DRF's three parsers, JSON's refusing a body nested too deeply with a 400 (not a RecursionError)
+    "DEFAULT_PARSER_CLASSES": [
+        "common.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 50,
     # JSON only; the browsable HTML API only in development (and the tests see production's API).
     "DEFAULT_RENDERER_CLASSES": [
