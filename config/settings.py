@@ -234,12 +234,24 @@ CELERY_TASK_ACKS_LATE = True  # a worker killed mid-import leaves the task to be
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# An unacknowledged task (its worker killed: late acks above) goes back to the queue after this many seconds on
+# Redis. It must exceed the longest task, or a task still running is handed to a second worker: the longest is an
+# import of the largest upload (PARALLAX_MAX_UPLOAD_BYTES), which the stall check fails after
+# PARALLAX_IMPORT_STALL_SECONDS without progress. kombu's default is an hour.
+PARALLAX_TASK_VISIBILITY_TIMEOUT_S = env_int("PARALLAX_TASK_VISIBILITY_TIMEOUT_S", 2 * 3600)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": PARALLAX_TASK_VISIBILITY_TIMEOUT_S}
+# The worker's periodic jobs (run by `celery worker -B`, or a separate `celery beat`): statistics left behind by a
+# lost refresh are queued again (annotation.analysis.store.analysis_sweep; idempotent, so two beats do no harm).
+CELERY_BEAT_SCHEDULE = {
+    "sweep-statistics": {"task": "annotation.tasks.sweep_statistics", "schedule": 60.0},
+}
 if CELERY_BROKER_URL == "filesystem://":
     # A broker that needs no server (kombu's filesystem transport): `make demo` runs a real worker
     # on it, so that an upload is imported off the request and its progress bar moves.
     BROKER_DIR = Path(env_str("PARALLAX_BROKER_DIR", str(BASE_DIR / "var" / "celery-broker")))
     (BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **CELERY_BROKER_TRANSPORT_OPTIONS,
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "control_folder": str(BROKER_DIR / "control"),
