@@ -173,7 +173,12 @@ PARALLAX_TRUSTED_PROXIES = env_int("PARALLAX_TRUSTED_PROXIES", int(env_bool("PAR
 AUTHENTICATION_BACKENDS = ["accounts.backends.ThrottledModelBackend"]
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env_str("CACHE_URL"),
+            # a Redis that is away costs a login a second, not minutes (accounts/throttle.py falls back)
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
         if env_str("CACHE_URL")
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
