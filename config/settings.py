@@ -264,11 +264,12 @@ if CELERY_BROKER_URL == "filesystem://":
     }
 
 REST_FRAMEWORK = {
+    # Machine clients use tokens (`manage.py create_api_token USER`); no HTTP Basic, which would let password
+    # guessing bypass the login throttle. Tokens first: a request that is not authenticated (no token, a bad one)
+    # is a 401 with `WWW-Authenticate: Token`, as HTTP has it, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
-        # Machine clients use tokens (`manage.py create_api_token USER`); no HTTP Basic, which
-        # would let password guessing bypass the login throttle.
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

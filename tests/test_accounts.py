@@ -172,3 +172,9 @@ def test_with_redis_away_login_works_and_is_still_throttled_from_the_database(an
     for _ in range(3):
         assert client.post("/accounts/login/", {"username": "ann1", "password": "wrong"}).status_code == 200
     assert client.post("/accounts/login/", {"username": "ann1", "password": "pw-ann1"}).status_code == 429
+
+
+def test_an_invalid_or_missing_api_token_is_a_401_saying_how_to_authenticate(db):
+    for headers in ({"HTTP_AUTHORIZATION": "Token not-a-real-token"}, {}):
+        response = APIClient().get("/api/assignments/", **headers)
+        assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"

@@ -37,7 +37,7 @@ MISSING = 2_000_000_000  # an id no row has (within PostgreSQL's integer)
 # route -> (GET statuses per role, POST statuses per role); POST is sent with a valid CSRF token
 # (the test client), an empty or minimal body: it checks who is let in, not what the form does.
 # Reading a row: (GET for anon, own, other, adjudicator, admin), (POST for the same five).
-# 302 for anon = sent to the login page; 403 = the role may not; 404 = not yours (blind, so an id of
+# 302 for anon = sent to the login page (401 under api/); 403 = the role may not; 404 = not yours (blind, so an id of
 # someone else's work is never confirmed); 405 = wrong method; 400/422 = let in, empty form refused.
 EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "": ((302, 302, 302, 302, 302), (302, 405, 405, 405, 405)),  # role-aware landing (GET only)
@@ -131,19 +131,19 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "codebooks/<int:codebook_id>/freeze/": ((302, 405, 405, 405, 405), (302, 403, 403, 403, 302)),
     # the codebook here is frozen: the editor sends an admin back to its page
     "codebooks/<int:codebook_id>/edit/": ((302, 403, 403, 403, 302), (302, 403, 403, 403, 302)),
-    "api/runs/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/runs/<int:pk>/": ((403, 200, 404, 200, 200), (403, 405, 405, 405, 405)),
-    "api/runs/<int:pk>/events/": ((403, 200, 404, 200, 200), (403, 405, 405, 405, 405)),
-    "api/imports/": ((403, 405, 405, 405, 405), (403, 403, 403, 403, 400)),
-    "api/imports/<int:pk>/": ((403, 403, 403, 403, 200), (403, 405, 405, 405, 405)),
-    "api/codebooks/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/codebooks/<int:pk>/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/assignments/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/annotations/<int:assignment_id>/": ((403, 200, 404, 404, 404), (403, 405, 405, 405, 405)),
-    "api/annotations/<int:assignment_id>/submit/": ((403, 405, 405, 405, 405), (403, 400, 404, 404, 404)),
-    "api/studies/<int:study_id>/exports/<slug:kind>/": ((403, 403, 403, 200, 200), (403, 405, 405, 405, 405)),
-    "api/schema/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/docs/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
+    "api/runs/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/runs/<int:pk>/": ((401, 200, 404, 200, 200), (401, 405, 405, 405, 405)),
+    "api/runs/<int:pk>/events/": ((401, 200, 404, 200, 200), (401, 405, 405, 405, 405)),
+    "api/imports/": ((401, 405, 405, 405, 405), (401, 403, 403, 403, 400)),
+    "api/imports/<int:pk>/": ((401, 403, 403, 403, 200), (401, 405, 405, 405, 405)),
+    "api/codebooks/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/codebooks/<int:pk>/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/assignments/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/annotations/<int:assignment_id>/": ((401, 200, 404, 404, 404), (401, 405, 405, 405, 405)),
+    "api/annotations/<int:assignment_id>/submit/": ((401, 405, 405, 405, 405), (401, 400, 404, 404, 404)),
+    "api/studies/<int:study_id>/exports/<slug:kind>/": ((401, 403, 403, 200, 200), (401, 405, 405, 405, 405)),
+    "api/schema/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/docs/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
     "healthz": ((200, 200, 200, 200, 200), (405, 405, 405, 405, 405)),
 }
 
@@ -302,7 +302,7 @@ def test_every_route_for_every_role(study, codebook, trio, adjudicator, admin_us
             url = options["foreign" if role == "other" else "own"]
             for method in ("post", "put", "patch", "delete"):
                 response = crawl.send(method, url, role, refusers[role], data={"text": "x", "version": 1})
-                refused = (302, 403, 404, 405) if role == "anon" else (403, 404, 405)  # anonymous: to log in
+                refused = (302, 401, 403, 404, 405) if role == "anon" else (403, 404, 405)  # anonymous: to log in
                 assert response.status_code in refused, (
                     f"{method.upper()} {url} as {role} without a CSRF token: {response.status_code}"
                 )

@@ -181,7 +181,7 @@ def test_anonymous_is_redirected(study):
     from django.test import Client
 
     assert Client().get("/annotate/").status_code == 302
-    assert APIClient().get("/api/assignments/").status_code == 403
+    assert APIClient().get("/api/assignments/").status_code == 401
 
 
 def test_a_refused_save_never_hands_the_page_a_newer_version(study, trio, codebook):
