@@ -19,6 +19,11 @@ from .hint_policies import hints_allowed
 from .models import Annotation, Assignment, Study
 
 
+def may_adjudicate(user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Admins, adjudicators, and anyone a study names as its adjudicator."""
+    return can_browse_all_runs(user) or Study.objects.filter(adjudicator_id=user.pk).exists()
+
+
 def lead_study(user: AbstractBaseUser, study_id: int) -> Study:
     """A study's dashboard pages and API are for its senior adjudicator and admins: 404 for a missing
     study, 403 for anyone else."""

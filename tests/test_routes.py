@@ -74,7 +74,8 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "annotate/discussions/<int:discussion_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/discussions/<int:discussion_id>/comment/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),
     "annotate/discussions/<int:discussion_id>/resolve/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),
-    "annotate/adjudication/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    # the adjudicator's queue: an annotator is refused, not shown an empty queue
+    "annotate/adjudication/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     # the discussion here is open, not escalated: the adjudicator's ruling on it is refused as the wrong state (409)
     "annotate/adjudication/<int:discussion_id>/": ((302, 404, 404, 200, 404), (302, 404, 404, 409, 404)),
     "annotate/studies/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
