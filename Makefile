@@ -61,7 +61,7 @@ run: install
 	@echo "Parallax on http://$(HOST):$(PORT)/  (log in as admin / parallax-demo); worker log: var/celery-worker.log"
 	@mkdir -p var
 	export CELERY_BROKER_URL=filesystem://; \
-	$(PY) -m celery -A config worker --pool=solo --without-gossip --without-mingle --loglevel=INFO > var/celery-worker.log 2>&1 & \
+	$(PY) -m celery -A config worker -B -s var/celerybeat-schedule --pool=solo --without-gossip --without-mingle --loglevel=INFO > var/celery-worker.log 2>&1 & \
 	worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	DEBUG=0 PARALLAX_DEMO=1 $(PY) manage.py runserver $(HOST):$(PORT)
 

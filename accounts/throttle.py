@@ -1,4 +1,6 @@
-"""Failed-login throttling (per username + address, and per address), kept in the cache.
+"""Failed-login throttling (per username + address, and per address), kept in the cache — or, when the cache
+(Redis) does not answer, in the database (`LoginFailure`), so that a login neither fails nor goes unthrottled
+while Redis is away. The cache's socket timeouts are short (settings.CACHES): a Redis that hangs costs a second.
 
 One throttle for every login path: the authentication backend (accounts/backends.py) refuses a
 locked username or address whoever asks — the login page, the admin, a script calling
@@ -6,9 +8,18 @@ locked username or address whoever asks — the login page, the admin, a script 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import redis
 from django.conf import settings
 from django.core.cache import cache
+from django.db.models import F
 from django.http import HttpRequest
+from django.utils import timezone
+
+from .models import LoginFailure
+
+CACHE_DOWN = (redis.ConnectionError, redis.TimeoutError)
 
 
 def client_address(request: HttpRequest) -> str:
@@ -30,22 +41,48 @@ def _keys(request: HttpRequest, username: str) -> tuple[str, str]:
     return f"login-fail:{address}:{username.strip().lower()}", f"login-fail-ip:{address}"
 
 
+def _count(key: str) -> int:
+    try:
+        return cache.get(key, 0)
+    except CACHE_DOWN:
+        row = LoginFailure.objects.filter(key=key, expires_at__gt=timezone.now()).values_list("count", flat=True)
+        return row.first() or 0
+
+
 def is_locked(request: HttpRequest, username: str) -> bool:
     user_key, ip_key = _keys(request, username)
     return (
-        cache.get(user_key, 0) >= settings.PARALLAX_LOGIN_FAILURES_PER_USER
-        or cache.get(ip_key, 0) >= settings.PARALLAX_LOGIN_FAILURES_PER_ADDRESS
+        _count(user_key) >= settings.PARALLAX_LOGIN_FAILURES_PER_USER
+        or _count(ip_key) >= settings.PARALLAX_LOGIN_FAILURES_PER_ADDRESS
     )
+
+
+def _count_up(key: str) -> None:
+    window = settings.PARALLAX_LOGIN_LOCKOUT_SECONDS
+    try:
+        cache.add(key, 0, window)
+        try:
+            cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, window)
+    except CACHE_DOWN:
+        now = timezone.now()
+        LoginFailure.objects.filter(key=key, expires_at__lte=now).delete()
+        row, created = LoginFailure.objects.get_or_create(
+            key=key, defaults={"count": 1, "expires_at": now + timedelta(seconds=window)}
+        )
+        if not created:
+            LoginFailure.objects.filter(pk=row.pk).update(count=F("count") + 1)
 
 
 def record_failure(request: HttpRequest, username: str) -> None:
     for key in _keys(request, username):
-        cache.add(key, 0, settings.PARALLAX_LOGIN_LOCKOUT_SECONDS)
-        try:
-            cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.set(key, 1, settings.PARALLAX_LOGIN_LOCKOUT_SECONDS)
+        _count_up(key)
 
 
 def record_success(request: HttpRequest, username: str) -> None:
-    cache.delete(_keys(request, username)[0])
+    key = _keys(request, username)[0]
+    try:
+        cache.delete(key)
+    except CACHE_DOWN:
+        LoginFailure.objects.filter(key=key).delete()

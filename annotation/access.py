@@ -1,7 +1,8 @@
-"""Who may see what: a study's summary of everyone's work (`lead_study`), and the rule the trajectories
-app asks through `trajectories.access` for its pages — which runs a person may see (`visible_runs`) and
-whether a run's failure-signature hits may reach their eyes now (`hint_access`), installed as
-`RUN_ACCESS` when this app is ready (apps.py)."""
+"""Who may see what: the blinding rule for another coder's work (`blind_to_pair`, `not_blind`: discussions, their
+list, a run's history, the adjudication pages), a study's summary of everyone's work (`lead_study`), and the
+rule the trajectories app asks through `trajectories.access` for its pages — which runs a person may see
+(`visible_runs`) and whether a run's failure-signature hits may reach their eyes now (`hint_access`), installed
+as `RUN_ACCESS` when this app is ready (apps.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ from trajectories.access import HINTS_HIDDEN, HINTS_SHOWN, HINTS_TO_REVEAL, RunA
 from trajectories.models import Run
 
 from .hint_policies import hints_allowed
-from .models import Assignment, Study
+from .models import Annotation, Assignment, Study
+
+
+def may_adjudicate(user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Admins, adjudicators, and anyone a study names as its adjudicator."""
+    return can_browse_all_runs(user) or Study.objects.filter(adjudicator_id=user.pk).exists()
 
 
 def lead_study(user: AbstractBaseUser, study_id: int) -> Study:
@@ -25,6 +31,30 @@ def lead_study(user: AbstractBaseUser, study_id: int) -> Study:
     if user.pk != study.adjudicator_id and not is_admin(user):
         raise PermissionDenied("Dashboards are for the study's adjudicator and admins.")
     return study
+
+
+# -- blinding: one rule for everything that shows another coder's work --------------------------------------
+
+
+def unsubmitted_codings(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Assignment]:
+    """The runs `user` is to code and has not submitted, in any study (whatever their roles)."""
+    return Assignment.objects.filter(annotator_id=user.pk).exclude(annotation__status=Annotation.Status.SUBMITTED)
+
+
+def blind_to_pair(user: AbstractBaseUser | AnonymousUser, run: Run) -> bool:
+    """THE blinding rule: another coder's work on a run (their coding, its history, the discussion of it, its
+    ruling) stays hidden from `user` until they have submitted that run — or its twin — in every study where
+    they code it. Anyone else (an adjudicator, an admin, a coder of other runs) is not blind to it; whether
+    they may see it at all is the page's own rule. One query."""
+    return unsubmitted_codings(user).filter(run__task_id=run.task_id, run__agent_id=run.agent_id).exists()
+
+
+def not_blind(user: AbstractBaseUser | AnonymousUser, rows: QuerySet, *, run: str = "run") -> QuerySet:
+    """`rows` (whose run is at the path `run`) without those `blind_to_pair` hides from `user`: one EXISTS."""
+    hidden = unsubmitted_codings(user).filter(
+        run__task_id=OuterRef(f"{run}__task_id"), run__agent_id=OuterRef(f"{run}__agent_id")
+    )
+    return rows.exclude(Exists(hidden))
 
 
 def visible_runs(user: AbstractBaseUser | AnonymousUser, runs: QuerySet[Run]) -> QuerySet[Run]:

@@ -13,7 +13,8 @@ from django.http import QueryDict
 from .analysis.reports import Rq4Rules
 from .errors import AnnotationError
 from .hint_policies import DEFAULT_HINT_POLICY, HINT_POLICIES
-from .services.coding import MAX_INSTANCES, LabelInput, field_key
+from .models import MAX_INSTANCES
+from .services.coding import LabelInput, field_key
 from .services.review import Ruling
 from .study_settings import CODE_UNIVERSES, SettingsError, format_mechanisms, parse_mechanisms, rq4_rules
 
@@ -23,11 +24,17 @@ HINT_POLICY_HELP = (
 )
 
 
+ID_MAX = 2**63 - 1  # the largest id or count a database column holds
+
+
 def _int(value: str | None, field: str) -> int:
     try:
-        return int(value or "")
+        number = int(value or "")
     except ValueError as exc:
         raise AnnotationError(f"{field} must be a whole number", {field: "not a number"}) from exc
+    if not -ID_MAX <= number <= ID_MAX:
+        raise AnnotationError(f"{field} is out of range", {field: "out of range"})
+    return number
 
 
 def _lines(text: str) -> list[str]:

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from common.text import LONG_TEXT
 from taxonomy.models import Code, Codebook, FrozenCodebookError
 from trajectories.models import Run
 
@@ -121,7 +122,7 @@ class StudyCodebookMove(models.Model):
     )
     actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     at = models.DateTimeField(auto_now_add=True)
-    note = models.TextField(blank=True, default="")
+    note = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     mapped_labels = models.PositiveIntegerField(default=0, help_text="Labels re-pointed one to one.")
     reopened = models.PositiveIntegerField(default=0, help_text="Codings reopened for re-coding (a split).")
 
@@ -232,14 +233,17 @@ class Annotation(models.Model):
     status = models.CharField(max_length=9, choices=Status.choices, default=Status.DRAFT)
     version = models.PositiveIntegerField(default=1, help_text="Optimistic lock: every save must name it.")
     no_failure = models.BooleanField(default=False, help_text="Explicitly: no failure mode in this run.")
-    notes = models.TextField(blank=True, default="")
+    notes = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     skip_reason = models.TextField(
-        blank=True, default="", help_text="Set when the annotator skipped the run for now (it goes to the queue's end)."
+        max_length=LONG_TEXT,
+        blank=True,
+        default="",
+        help_text="Set when the annotator skipped the run for now (it goes to the queue's end).",
     )
     flagged = models.BooleanField(
         default=False, help_text="The annotator asks for a discussion of this run, even if the two codings agree."
     )
-    flag_note = models.TextField(blank=True, default="")
+    flag_note = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     codebook = models.ForeignKey(
         Codebook,
         null=True,
@@ -294,12 +298,12 @@ MAX_INSTANCES = 50  # episodes of one mode in one run; the study's records have 
 class LabelFields(models.Model):
     """What the study records for one failure mode, on an annotator's label and on a final label alike."""
 
-    rationale = models.TextField(blank=True, default="")
-    realized_consequence = models.TextField(blank=True, default="")
+    rationale = models.TextField(max_length=LONG_TEXT, blank=True, default="")
+    realized_consequence = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     evidence = models.JSONField(default=list, blank=True, help_text="Anchors in the concurrent run (file:line).")
     contrast = models.JSONField(default=list, blank=True, help_text="Anchors in the sequential twin (file:line).")
     nearest_rejected = models.ForeignKey(Code, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    rejection_reason = models.TextField(blank=True, default="")
+    rejection_reason = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     episode_id = models.CharField(max_length=200, blank=True, default="", help_text="The study's episode id.")
     comparative_role = models.CharField(
         max_length=200, blank=True, default="", help_text="e.g. parallel_adverse_but_not_outcome_differential"
@@ -377,7 +381,7 @@ class FinalCoding(models.Model):
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="finals")
     provenance = models.CharField(max_length=11, choices=Provenance.choices)
     no_failure = models.BooleanField(default=False)
-    note = models.TextField(blank=True, default="")
+    note = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     decided_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(auto_now_add=True)
 
@@ -448,7 +452,7 @@ class OpenCode(models.Model):
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
     annotator = models.ForeignKey(User, on_delete=models.PROTECT, related_name="+")
     text = models.CharField(max_length=200)
-    memo = models.TextField(blank=True, default="")
+    memo = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     promoted_to = models.ForeignKey(Code, null=True, blank=True, on_delete=models.SET_NULL, related_name="open_codes")
 
@@ -494,7 +498,7 @@ class Discussion(models.Model):
 class Comment(models.Model):
     discussion = models.ForeignKey(Discussion, on_delete=models.CASCADE, related_name="comments")
     author = models.ForeignKey(User, on_delete=models.PROTECT, related_name="+")
-    text = models.TextField()
+    text = models.TextField(max_length=LONG_TEXT)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -510,7 +514,7 @@ class AdvantageTag(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="advantage_tags")
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+", help_text="The concurrent run.")
     mechanism = models.CharField(max_length=40, help_text="A key of the study's mechanism tags (Study.rq4_settings).")
-    note = models.TextField(blank=True, default="")
+    note = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     tagged_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     tagged_at = models.DateTimeField(auto_now=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from .analysis.store import analysis_refresh
+from .analysis.store import analysis_refresh, analysis_sweep
 from .services.bundles import bundle_build
 from .services.suggestions import suggestions_train
 
@@ -25,6 +25,12 @@ DATABASE_GONE = (OperationalError, InterfaceError)
 def refresh_study_statistics(study_id: int) -> dict:
     stored = analysis_refresh(study_id=study_id)
     return {"study": study_id, "version": stored.version if stored else None}
+
+
+@shared_task
+def sweep_statistics() -> list[int]:
+    """Every minute (CELERY_BEAT_SCHEDULE): the studies whose figures are behind and nobody is computing."""
+    return analysis_sweep()
 
 
 @shared_task(acks_late=True)

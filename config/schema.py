@@ -10,7 +10,8 @@ ERROR = {
 }
 GENERIC = {
     "400": "The request is malformed (the body names the fields).",
-    "403": "Not logged in, or your role may not do this.",
+    "401": "Not logged in, or the token is not valid (WWW-Authenticate: Token).",
+    "403": "Your role may not do this.",
     "404": "No such object, or not yours (others' work is never confirmed).",
 }
 

@@ -118,6 +118,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "accounts.context_processors.roles",
+                "common.text.limits",
             ],
         },
     },
@@ -144,6 +145,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "NAME": str(Path(tempfile.gettempdir()) / f"parallax-test-{os.getpid()}.sqlite3"),
     }
 
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and TESTING:
+    # The suite empties its database between transactional tests with TRUNCATE, which the coding history and the
+    # activity log refuse to anyone else (annotation migration 0023).
+    DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c parallax.allow_truncate=on"
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -167,7 +173,12 @@ PARALLAX_TRUSTED_PROXIES = env_int("PARALLAX_TRUSTED_PROXIES", int(env_bool("PAR
 AUTHENTICATION_BACKENDS = ["accounts.backends.ThrottledModelBackend"]
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL")}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env_str("CACHE_URL"),
+            # a Redis that is away costs a login a second, not minutes (accounts/throttle.py falls back)
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
         if env_str("CACHE_URL")
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -228,12 +239,24 @@ CELERY_TASK_ACKS_LATE = True  # a worker killed mid-import leaves the task to be
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# An unacknowledged task (its worker killed: late acks above) goes back to the queue after this many seconds on
+# Redis. It must exceed the longest task, or a task still running is handed to a second worker: the longest is an
+# import of the largest upload (PARALLAX_MAX_UPLOAD_BYTES), which the stall check fails after
+# PARALLAX_IMPORT_STALL_SECONDS without progress. kombu's default is an hour.
+PARALLAX_TASK_VISIBILITY_TIMEOUT_S = env_int("PARALLAX_TASK_VISIBILITY_TIMEOUT_S", 2 * 3600)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": PARALLAX_TASK_VISIBILITY_TIMEOUT_S}
+# The worker's periodic jobs (run by `celery worker -B`, or a separate `celery beat`): statistics left behind by a
+# lost refresh are queued again (annotation.analysis.store.analysis_sweep; idempotent, so two beats do no harm).
+CELERY_BEAT_SCHEDULE = {
+    "sweep-statistics": {"task": "annotation.tasks.sweep_statistics", "schedule": 60.0},
+}
 if CELERY_BROKER_URL == "filesystem://":
     # A broker that needs no server (kombu's filesystem transport): `make demo` runs a real worker
     # on it, so that an upload is imported off the request and its progress bar moves.
     BROKER_DIR = Path(env_str("PARALLAX_BROKER_DIR", str(BASE_DIR / "var" / "celery-broker")))
     (BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **CELERY_BROKER_TRANSPORT_OPTIONS,
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "control_folder": str(BROKER_DIR / "control"),
@@ -241,15 +264,22 @@ if CELERY_BROKER_URL == "filesystem://":
     }
 
 REST_FRAMEWORK = {
+    # Machine clients use tokens (`manage.py create_api_token USER`); no HTTP Basic, which would let password
+    # guessing bypass the login throttle. Tokens first: a request that is not authenticated (no token, a bad one)
+    # is a 401 with `WWW-Authenticate: Token`, as HTTP has it, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
-        # Machine clients use tokens (`manage.py create_api_token USER`); no HTTP Basic, which
-        # would let password guessing bypass the login throttle.
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "common.pagination.StrictPageNumberPagination",
+    # DRF's three parsers, JSON's refusing a body nested too deeply with a 400 (not a RecursionError)
+    "DEFAULT_PARSER_CLASSES": [
+        "common.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 50,
     # JSON only; the browsable HTML API only in development (and the tests see production's API).
     "DEFAULT_RENDERER_CLASSES": [

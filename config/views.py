@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import sys
+
 from django.contrib.auth.decorators import login_not_required
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect
 from django.template import loader
@@ -42,10 +44,29 @@ def not_found(request: HtmxHttpRequest, exception: Exception | None = None) -> H
     return page_not_found(request, exception)
 
 
+RETRY_AFTER_S = 5  # a database restart or a Redis failover: seconds, not minutes
+
+
+def _service_down() -> bool:
+    """The request failed because the database or Redis did not answer (not because of a bug)."""
+    import redis
+
+    failure = sys.exc_info()[1]
+    return isinstance(failure, (OperationalError, InterfaceError, redis.ConnectionError, redis.TimeoutError))
+
+
 @requires_csrf_token
 def crashed(request: HtmxHttpRequest) -> HttpResponse:
     """500: rendered without the request's context (Django's rule: whatever failed may fail again),
-    so the page has the layout but no navigation."""
+    so the page has the layout but no navigation. When what failed is the database or Redis not answering
+    (a restart, a failover), 503 with Retry-After and a page that says so: try again shortly."""
+    if _service_down():
+        if _for_api(request):
+            response = JsonResponse({"detail": "Service briefly unavailable: try again shortly."}, status=503)
+        else:
+            response = HttpResponse(loader.get_template("503.html").render({"retry": RETRY_AFTER_S}), status=503)
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response
     if _for_api(request):
         return JsonResponse({"detail": "Server error."}, status=500)
     return server_error(request)

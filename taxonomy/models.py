@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from common.text import LONG_TEXT
+
 
 class FrozenGuardQuerySet(models.QuerySet):
     """Bulk writes skip `save`/`delete`: they refuse when they would touch a frozen codebook
@@ -57,8 +59,10 @@ class Codebook(models.Model):
         related_name="children",
         help_text="The version this one was derived from.",
     )
-    description = models.TextField(blank=True, default="")
-    change_log = models.TextField(blank=True, default="", help_text="What changed from the parent version.")
+    description = models.TextField(max_length=LONG_TEXT, blank=True, default="")
+    change_log = models.TextField(
+        max_length=LONG_TEXT, blank=True, default="", help_text="What changed from the parent version."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     frozen_at = models.DateTimeField(null=True, blank=True)
@@ -100,14 +104,19 @@ class Code(models.Model):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     key = models.SlugField(max_length=100, help_text="Stable across versions: labels and exports use it.")
     name = models.CharField(max_length=200)
-    definition = models.TextField(blank=True, default="")
-    inclusion = models.TextField(blank=True, default="", help_text="When to use this code.")
-    exclusion = models.TextField(blank=True, default="", help_text="When not to (and what to use instead).")
-    positive_example = models.TextField(blank=True, default="", help_text="A case this code fits.")
+    definition = models.TextField(max_length=LONG_TEXT, blank=True, default="")
+    inclusion = models.TextField(max_length=LONG_TEXT, blank=True, default="", help_text="When to use this code.")
+    exclusion = models.TextField(
+        max_length=LONG_TEXT, blank=True, default="", help_text="When not to (and what to use instead)."
+    )
+    positive_example = models.TextField(
+        max_length=LONG_TEXT, blank=True, default="", help_text="A case this code fits."
+    )
     negative_example = models.TextField(
-        blank=True, default="", help_text="A near case this code does not fit (and why)."
+        max_length=LONG_TEXT, blank=True, default="", help_text="A near case this code does not fit (and why)."
     )
     source = models.TextField(
+        max_length=LONG_TEXT,
         blank=True,
         default="",
         help_text="Where the texts come from: 'published: …' (the study's own words, with the file) or 'Parallax'.",

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from activity.services import record
 from common.spreadsheet import spreadsheet_safe, spreadsheet_unsafe
+from common.text import TextError, model_text, text_check
 
 from .models import Code, Codebook, FrozenCodebookError, OpenDraftError
 from .tree import CSV_COLUMNS, LEVELS, PARENT_LEVEL, SLUG, TEXT_FIELDS, CodeSpec, TreeError, slugify_key, validate
@@ -200,6 +201,7 @@ def codebook_new_version(
     )
     if draft is not None:
         raise OpenDraftError(draft)
+    _checked(change_log, column="change_log", model=Codebook)
     latest = Codebook.objects.filter(name=codebook.name).order_by("-version").first()
     return codebook_create_from_specs(
         name=codebook.name,
@@ -219,6 +221,8 @@ def code_update(*, code: Code, **fields: str) -> Code:
     unknown = set(fields) - allowed
     if unknown:
         raise ValueError(f"cannot change {', '.join(sorted(unknown))}")
+    for key, value in fields.items():
+        _checked(value, column=key)
     before = {key: getattr(code, key) for key in fields}
     for key, value in fields.items():
         setattr(code, key, value)
@@ -243,7 +247,17 @@ def _require_draft(codebook: Codebook) -> None:
         raise FrozenCodebookError(f"{codebook} is frozen; make a new version to change it")
 
 
+def _checked(value: str, *, column: str, model=Code, name: str | None = None) -> str:
+    """`value` if the field may hold it (common.text: no NUL, no lone surrogate, within the model field's
+    max_length); else TreeError naming the form's column."""
+    try:
+        return model_text(model, name or column, value, field=column)
+    except TextError as exc:
+        raise TreeError(exc.problem, column=column) from exc
+
+
 def _code(codebook: Codebook, key: str, *, field: str = "key") -> Code:
+    _checked(key, column=field, name="key")
     code = codebook.codes.filter(key=key).select_related("parent").first()
     if code is None:
         raise TreeError(f"{key!r} is not a key in {codebook.name} v{codebook.version}", column=field)
@@ -251,6 +265,8 @@ def _code(codebook: Codebook, key: str, *, field: str = "key") -> Code:
 
 
 def _new_key(codebook: Codebook, key: str, name: str, *, taken: set[str] | None = None, field: str = "key") -> str:
+    _checked(name, column="name")
+    _checked(key, column=field, name="key")
     key = key.strip() or slugify_key(name)
     if not name.strip():
         raise TreeError("name is empty", column="name")
@@ -309,6 +325,8 @@ def code_create(
     unknown = set(texts) - set(TEXT_FIELDS)
     if unknown:
         raise TreeError(f"unknown field(s) {', '.join(sorted(unknown))}")
+    for column, value in texts.items():
+        _checked(value, column=column)
     key = _new_key(codebook, key, name)
     parent = None
     expected = PARENT_LEVEL[level]
@@ -341,6 +359,7 @@ def code_rename(*, code: Code, name: str, key: str = "", user=None) -> Code:
     its keys yet)."""
     codebook = code.codebook
     _require_draft(codebook)
+    _checked(name, column="name")
     if not name.strip():
         raise TreeError("name is empty", column="name")
     old_key, old_name = code.key, code.name
@@ -359,6 +378,9 @@ def codes_merge(*, codebook: Codebook, keys: list[str], into: str, name: str = "
     given) or a new key (created under the first code's parent). The children of the merged codes
     move under it; what pointed at them points at it."""
     _require_draft(codebook)
+    for text in (*keys, into):
+        _checked(text, column="keys" if text in keys else "into", name="key")
+    _checked(name, column="name")
     keys = list(dict.fromkeys(k.strip() for k in keys if k.strip()))
     if len(keys) < 2:
         raise TreeError("name at least two codes to merge", column="keys")
@@ -410,6 +432,8 @@ def code_split(
     taken: set[str] = set()
     made: list[tuple[str, str, bool]] = []  # key, name, is the code itself
     for key, name in parts:
+        _checked(key, column="parts", name="key")
+        _checked(name, column="parts", name="name")
         key, name = key.strip(), name.strip()
         if key == code.key:
             if not name:
@@ -507,6 +531,12 @@ def codebook_csv(codebook: Codebook) -> str:
 
 def codebook_import_csv(*, text: str, name: str | None = None, user=None) -> Codebook:
     """Create a draft codebook from CSV (the export's shape). Any bad row rejects the whole file."""
+    if name is not None:
+        _checked(name, column="name", model=Codebook)
+    try:
+        text_check(text, field="file", max_length=None)
+    except TextError as exc:
+        raise TreeError(f"the file {exc.problem}") from exc
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in ("key", "level", "parent_key", "name") if c not in (reader.fieldnames or [])]
     if missing:

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.roles import is_admin
 from common.htmx import HtmxHttpRequest
+from common.text import text_check
 
 from . import services
 from .models import Codebook, FrozenCodebookError, OpenDraftError
@@ -76,7 +77,7 @@ def _edit_op(request: HtmxHttpRequest, codebook: Codebook) -> str:
         )
         return f"Merged into {target.name} ({target.key})."
     if op == "split":
-        code = codebook.codes.filter(key=post.get("key", "").strip()).first()
+        code = codebook.codes.filter(key=text_check(post.get("key", "").strip(), field="key", max_length=100)).first()
         if code is None:
             raise TreeError(f"{post.get('key', '')!r} is not a key in this codebook", column="key")
         children = {old: new[0] for old, new in parse_key_map(post.get("children", ""), column="children").items()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
+from django.db import OperationalError
 from django.urls import path
 
 from config.urls import handler400, handler403, handler404, handler500  # noqa: F401 (Django reads them here)
@@ -29,3 +30,10 @@ urlpatterns = [
     path("api/refuse/", refuse),
     *site_urls,
 ]
+
+
+def database_gone(request):
+    raise OperationalError("connection to server at 127.0.0.1, port 5432 failed: Connection refused")
+
+
+urlpatterns = [path("database-gone/", database_gone), path("api/database-gone/", database_gone), *urlpatterns]

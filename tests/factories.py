@@ -567,3 +567,67 @@ def coding_form(code, version, rationale="because", evidence="", **extra) -> dic
     }
     data.update(extra)
     return data
+
+
+ROUTE_SECRET = "B-PRIVATE-RATIONALE-7f3a"  # coder2's draft on a run coder1 codes too (route_world)
+
+
+def route_world(study, codebook, trio) -> dict[str, dict]:
+    """coder1's own objects and someone else's, one of each for every kind of id in the URL conf.
+
+    coder1 and coder2 both code one run: coder1 has submitted it, coder2 is drafting it with ROUTE_SECRET in a
+    rationale.
+    That run is coder1's own run, their coding of it their own assignment, coder2's the foreign one. coder1 takes
+    part in a discussion of another run of theirs (coder3 the other side); the foreign discussion is between
+    coder2 and coder3 on a run coder1 does not code, the foreign run."""
+    from annotation.analysis.store import analysis_refresh
+    from annotation.annotation_md import parse_annotation_md
+    from annotation.models import Discussion, PublishedRecord
+    from annotation.selectors.queue import annotation_for
+    from annotation.services.coding import LabelInput, annotation_save
+    from annotation.services.pilot import pilot_create
+    from trajectories.models import AgentContext, ImportBatch, RunFile
+
+    me, b, c = trio
+    mine_shared, theirs = shared_run_assignments(study, me, b)
+    code_run(mine_shared, [mode_code(codebook, "lossy-handoff")])
+    draft = annotation_for(assignment=theirs)
+    label = LabelInput(code_id=mode_code(codebook, "stale-handoff").pk, rationale=ROUTE_SECRET)
+    annotation_save(annotation=draft, actor=b, version=1, no_failure=False, notes="", labels=[label])
+    own_run = mine_shared.run_id
+    discussed = mine(study, me).exclude(run_id=own_run).filter(run__assignments__annotator=c).first().run_id
+    own_discussion = submit_disagreement(study, discussed, codebook)
+    coded_by_me = set(mine(study, me).values_list("run_id", flat=True))
+    foreign_run = study.runs.exclude(pk__in=coded_by_me).order_by("pk").first().pk
+    foreign_discussion = submit_disagreement(study, foreign_run, codebook)
+    own_pilot = pilot_create(name="mine", annotators=[me, b], base_codebook=codebook, run_ids=[own_run])
+    foreign_pilot = pilot_create(name="theirs", annotators=[b, c], base_codebook=codebook, run_ids=[foreign_run])
+    batch = ImportBatch.objects.create(created_by=None, status="done")
+    text = "pair_id: t/codex\nverdict: patterns_retained\n\n# Notes\nparallel_anchor: `parallel/x.jsonl:1`\n"
+    records = {  # a published annotation.md of each run, kept as data (shown on the run's history page)
+        run_id: PublishedRecord.objects.create(
+            study=study, run_id=run_id, name="annotation.md", text=text, data=parse_annotation_md(text).data()
+        )
+        for run_id in (own_run, foreign_run)
+    }
+    ids = {}
+    for side, run_id, assignment, discussion, pilot in (
+        ("own", own_run, mine_shared, own_discussion, own_pilot),
+        ("foreign", foreign_run, theirs, foreign_discussion, foreign_pilot),
+    ):
+        ids[side] = {
+            "run_id": run_id,
+            "assignment_id": assignment.pk,
+            "discussion_id": discussion.pk,
+            "pilot_id": pilot.pk,
+            "record_id": records[run_id].pk,
+            "context_id": AgentContext.objects.filter(run_id=run_id).order_by("pk").first().pk,
+            "file_id": RunFile.objects.filter(run_id=run_id).order_by("pk").first().pk,
+            "study_id": study.pk,
+            "codebook_id": codebook.pk,
+            "batch_id": batch.pk,
+            "kind": "labels",
+        }
+    assert Discussion.objects.filter(study=study, status="open").count() == 2
+    analysis_refresh(study_id=study.pk)  # the statistics exports read what the worker stored
+    return ids

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from io import StringIO
 
 import pytest
@@ -148,3 +149,32 @@ def test_api_page_numbers_are_strict(annotator):
         response = client.get("/api/assignments/", {"page": bad})
         assert response.status_code == 400 and "page" in response.json(), bad
     assert client.get("/api/assignments/", {"page": "1"}).status_code == 200
+
+
+REDIS_AWAY = {  # a Redis that does not answer: nothing listens on port 1
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": "redis://127.0.0.1:1/0",
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+    }
+}
+
+
+def test_with_redis_away_login_works_and_is_still_throttled_from_the_database(annotator, settings):
+    """Found probing with Redis paused: the login answered 500 after 6.7 s. The throttle's counters now fall back
+    to the database: the right password logs in, and repeated failures still lock."""
+    settings.CACHES = REDIS_AWAY
+    settings.PARALLAX_LOGIN_FAILURES_PER_USER = 3
+    started = time.monotonic()
+    assert Client().post("/accounts/login/", {"username": "ann1", "password": "pw-ann1"}).status_code == 302
+    assert time.monotonic() - started < 5
+    client = Client()
+    for _ in range(3):
+        assert client.post("/accounts/login/", {"username": "ann1", "password": "wrong"}).status_code == 200
+    assert client.post("/accounts/login/", {"username": "ann1", "password": "pw-ann1"}).status_code == 429
+
+
+def test_an_invalid_or_missing_api_token_is_a_401_saying_how_to_authenticate(db):
+    for headers in ({"HTTP_AUTHORIZATION": "Token not-a-real-token"}, {}):
+        response = APIClient().get("/api/assignments/", **headers)
+        assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"

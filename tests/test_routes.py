@@ -25,26 +25,19 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from annotation.analysis.store import analysis_refresh
-from annotation.annotation_md import parse_annotation_md
-from annotation.models import Discussion, PublishedRecord
 from annotation.selectors.exports import EXPORT_KINDS
-from annotation.selectors.queue import annotation_for
-from annotation.services.coding import LabelInput, annotation_save
-from annotation.services.pilot import pilot_create
-from tests.factories import client_for, code_run, mine, mode_code, shared_run_assignments, submit_disagreement
+from tests.factories import ROUTE_SECRET as SECRET
+from tests.factories import client_for, route_world
 from tests.routes import parameters, routes, url_for, urls
-from trajectories.models import AgentContext, ImportBatch, RunFile
 
 pytestmark = pytest.mark.django_db
 ROLES = ("anon", "own", "other", "adjudicator", "admin")
-SECRET = "B-PRIVATE-RATIONALE-7f3a"  # coder2's draft on a run coder1 codes too
 MISSING = 2_000_000_000  # an id no row has (within PostgreSQL's integer)
 
 # route -> (GET statuses per role, POST statuses per role); POST is sent with a valid CSRF token
 # (the test client), an empty or minimal body: it checks who is let in, not what the form does.
 # Reading a row: (GET for anon, own, other, adjudicator, admin), (POST for the same five).
-# 302 for anon = sent to the login page; 403 = the role may not; 404 = not yours (blind, so an id of
+# 302 for anon = sent to the login page (401 under api/); 403 = the role may not; 404 = not yours (blind, so an id of
 # someone else's work is never confirmed); 405 = wrong method; 400/422 = let in, empty form refused.
 EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "": ((302, 302, 302, 302, 302), (302, 405, 405, 405, 405)),  # role-aware landing (GET only)
@@ -87,7 +80,8 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "annotate/discussions/<int:discussion_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/discussions/<int:discussion_id>/comment/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),
     "annotate/discussions/<int:discussion_id>/resolve/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),
-    "annotate/adjudication/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
+    # the adjudicator's queue: an annotator is refused, not shown an empty queue
+    "annotate/adjudication/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),
     # the discussion here is open, not escalated: the adjudicator's ruling on it is refused as the wrong state (409)
     "annotate/adjudication/<int:discussion_id>/": ((302, 404, 404, 200, 404), (302, 404, 404, 409, 404)),
     "annotate/studies/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
@@ -144,19 +138,19 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "codebooks/<int:codebook_id>/freeze/": ((302, 405, 405, 405, 405), (302, 403, 403, 403, 302)),
     # the codebook here is frozen: the editor sends an admin back to its page
     "codebooks/<int:codebook_id>/edit/": ((302, 403, 403, 403, 302), (302, 403, 403, 403, 302)),
-    "api/runs/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/runs/<int:pk>/": ((403, 200, 404, 200, 200), (403, 405, 405, 405, 405)),
-    "api/runs/<int:pk>/events/": ((403, 200, 404, 200, 200), (403, 405, 405, 405, 405)),
-    "api/imports/": ((403, 405, 405, 405, 405), (403, 403, 403, 403, 400)),
-    "api/imports/<int:pk>/": ((403, 403, 403, 403, 200), (403, 405, 405, 405, 405)),
-    "api/codebooks/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/codebooks/<int:pk>/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/assignments/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/annotations/<int:assignment_id>/": ((403, 200, 404, 404, 404), (403, 405, 405, 405, 405)),
-    "api/annotations/<int:assignment_id>/submit/": ((403, 405, 405, 405, 405), (403, 400, 404, 404, 404)),
-    "api/studies/<int:study_id>/exports/<slug:kind>/": ((403, 403, 403, 200, 200), (403, 405, 405, 405, 405)),
-    "api/schema/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
-    "api/docs/": ((403, 200, 200, 200, 200), (403, 405, 405, 405, 405)),
+    "api/runs/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/runs/<int:pk>/": ((401, 200, 404, 200, 200), (401, 405, 405, 405, 405)),
+    "api/runs/<int:pk>/events/": ((401, 200, 404, 200, 200), (401, 405, 405, 405, 405)),
+    "api/imports/": ((401, 405, 405, 405, 405), (401, 403, 403, 403, 400)),
+    "api/imports/<int:pk>/": ((401, 403, 403, 403, 200), (401, 405, 405, 405, 405)),
+    "api/codebooks/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/codebooks/<int:pk>/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/assignments/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/annotations/<int:assignment_id>/": ((401, 200, 404, 404, 404), (401, 405, 405, 405, 405)),
+    "api/annotations/<int:assignment_id>/submit/": ((401, 405, 405, 405, 405), (401, 400, 404, 404, 404)),
+    "api/studies/<int:study_id>/exports/<slug:kind>/": ((401, 403, 403, 200, 200), (401, 405, 405, 405, 405)),
+    "api/schema/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
+    "api/docs/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
     "healthz": ((200, 200, 200, 200, 200), (405, 405, 405, 405, 405)),
 }
 
@@ -196,58 +190,6 @@ def test_visible_text_leaves_out_what_is_not_shown():
 
 
 # -- the world the crawl visits --------------------------------------------------------------------------
-
-
-def world(study, codebook, trio) -> dict[str, dict]:
-    """coder1's own objects and someone else's, one of each for every kind of id in the URL conf.
-
-    coder1 and coder2 both code one run: coder1 has submitted it, coder2 is drafting it with SECRET in a rationale.
-    That run is coder1's own run, their coding of it their own assignment, coder2's the foreign one. coder1 takes
-    part in a discussion of another run of theirs (coder3 the other side); the foreign discussion is between
-    coder2 and coder3 on a run coder1 does not code, the foreign run."""
-    me, b, c = trio
-    mine_shared, theirs = shared_run_assignments(study, me, b)
-    code_run(mine_shared, [mode_code(codebook, "lossy-handoff")])
-    draft = annotation_for(assignment=theirs)
-    label = LabelInput(code_id=mode_code(codebook, "stale-handoff").pk, rationale=SECRET)
-    annotation_save(annotation=draft, actor=b, version=1, no_failure=False, notes="", labels=[label])
-    own_run = mine_shared.run_id
-    discussed = mine(study, me).exclude(run_id=own_run).filter(run__assignments__annotator=c).first().run_id
-    own_discussion = submit_disagreement(study, discussed, codebook)
-    coded_by_me = set(mine(study, me).values_list("run_id", flat=True))
-    foreign_run = study.runs.exclude(pk__in=coded_by_me).order_by("pk").first().pk
-    foreign_discussion = submit_disagreement(study, foreign_run, codebook)
-    own_pilot = pilot_create(name="mine", annotators=[me, b], base_codebook=codebook, run_ids=[own_run])
-    foreign_pilot = pilot_create(name="theirs", annotators=[b, c], base_codebook=codebook, run_ids=[foreign_run])
-    batch = ImportBatch.objects.create(created_by=None, status="done")
-    text = "pair_id: t/codex\nverdict: patterns_retained\n\n# Notes\nparallel_anchor: `parallel/x.jsonl:1`\n"
-    records = {  # a published annotation.md of each run, kept as data (shown on the run's history page)
-        run_id: PublishedRecord.objects.create(
-            study=study, run_id=run_id, name="annotation.md", text=text, data=parse_annotation_md(text).data()
-        )
-        for run_id in (own_run, foreign_run)
-    }
-    ids = {}
-    for side, run_id, assignment, discussion, pilot in (
-        ("own", own_run, mine_shared, own_discussion, own_pilot),
-        ("foreign", foreign_run, theirs, foreign_discussion, foreign_pilot),
-    ):
-        ids[side] = {
-            "run_id": run_id,
-            "assignment_id": assignment.pk,
-            "discussion_id": discussion.pk,
-            "pilot_id": pilot.pk,
-            "record_id": records[run_id].pk,
-            "context_id": AgentContext.objects.filter(run_id=run_id).order_by("pk").first().pk,
-            "file_id": RunFile.objects.filter(run_id=run_id).order_by("pk").first().pk,
-            "study_id": study.pk,
-            "codebook_id": codebook.pk,
-            "batch_id": batch.pk,
-            "kind": "labels",
-        }
-    assert Discussion.objects.filter(study=study, status="open").count() == 2
-    analysis_refresh(study_id=study.pk)  # the statistics exports read what the worker stored
-    return ids
 
 
 def db_state() -> dict[str, tuple]:
@@ -317,7 +259,7 @@ class Crawl:
 
 
 def test_every_route_for_every_role(study, codebook, trio, adjudicator, admin_user):
-    ids = world(study, codebook, trio)
+    ids = route_world(study, codebook, trio)
     users = {"anon": None, "own": trio[0], "other": trio[0], "adjudicator": adjudicator, "admin": admin_user}
     crawl = Crawl(users)
     table = {}
@@ -367,7 +309,7 @@ def test_every_route_for_every_role(study, codebook, trio, adjudicator, admin_us
             url = options["foreign" if role == "other" else "own"]
             for method in ("post", "put", "patch", "delete"):
                 response = crawl.send(method, url, role, refusers[role], data={"text": "x", "version": 1})
-                refused = (302, 403, 404, 405) if role == "anon" else (403, 404, 405)  # anonymous: to log in
+                refused = (302, 401, 403, 404, 405) if role == "anon" else (403, 404, 405)  # anonymous: to log in
                 assert response.status_code in refused, (
                     f"{method.upper()} {url} as {role} without a CSRF token: {response.status_code}"
                 )

@@ -353,9 +353,16 @@ def import_batch_mark_stalled(*, batch: ImportBatch) -> ImportBatch:
         "(its worker was stopped or crashed). Runs listed as imported are stored; upload the file again to "
         "import the rest (runs already stored are recognised and skipped)."
     )
+    # What the dead worker stored is listed, as a finished batch lists it: each run it committed (the progress
+    # counters are written every few seconds, the runs' rows with each run).
+    stored = [
+        RunResult(source=source, status="imported", run_id=run_id).as_dict()
+        for run_id, source in batch.runs.order_by("pk").values_list("pk", "source_name")
+    ]
     ImportBatch.objects.filter(pk=batch.pk, status=ImportBatch.Status.RUNNING).update(
-        status=ImportBatch.Status.FAILED, error=message, finished_at=timezone.now()
-    )
+        status=ImportBatch.Status.FAILED, error=message, finished_at=timezone.now(), report=stored,
+        imported=len(stored),
+    )  # fmt: skip
     batch.refresh_from_db()
     return batch
 

@@ -83,7 +83,10 @@ def _lane_name(context: AgentContext) -> str:
 @require_GET
 def run_contexts(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = _visible_run(request, run_id)
-    offset = _offset(request)
+    try:
+        offset = _offset(request)
+    except _OffsetError as exc:
+        return invalid_parameter(request, str(exc))
     page = selectors.run_contexts(run=run, offset=offset, limit=CONTEXTS_PER_PAGE)
     return render(
         request,
@@ -97,11 +100,19 @@ def run_contexts(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     )
 
 
+MAX_OFFSET = 2**31 - 1  # far beyond any run's events; PostgreSQL's OFFSET stops at 2**63 - 1
+
+
+class _OffsetError(ValueError):
+    pass
+
+
 def _offset(request: HtmxHttpRequest) -> int:
-    try:
-        return max(0, int(request.GET.get("offset", "0")))
-    except ValueError:
-        return 0
+    """`?offset=`: a whole number of rows to pass over, 0 when absent; anything else is a 400."""
+    raw = request.GET.get("offset", "") or "0"
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_OFFSET:
+        raise _OffsetError(f"'offset' must be a whole number from 0 to {MAX_OFFSET:,}, got {raw[:40]!r}")
+    return int(raw)
 
 
 @require_GET
@@ -122,7 +133,10 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 def context_events(request: HtmxHttpRequest, run_id: int, context_id: int) -> HttpResponse:
     run = _visible_run(request, run_id)
     ctx = get_object_or_404(AgentContext.objects.select_related("run"), pk=context_id, run=run)
-    offset = _offset(request)
+    try:
+        offset = _offset(request)
+    except _OffsetError as exc:
+        return invalid_parameter(request, str(exc))
     kinds = [k for k in request.GET.getlist("kind") if k in EVENT_KINDS]
     events = selectors.context_events(context=ctx, offset=offset, limit=EVENTS_PER_PAGE, kinds=kinds)
     has_more = len(events) > EVENTS_PER_PAGE

@@ -6,8 +6,9 @@ records imported as gold, runs added to the study or read again, analysis settin
 refresh is queued for the worker — unless one is already waiting, so a burst of submissions costs one
 computation (after PARALLAX_STATISTICS_DELAY_S seconds, so that the burst can gather). The worker's
 `analysis_refresh` reads the inputs once, computes the document and stores it with the version it
-saw; a document is never stored over a newer one. `stored_analysis` reads the last one back and says
-whether it is current."""
+saw; a document is never stored over a newer one. The study waits for its refresh until one finishes; one
+lost on the way (a worker killed mid-task) is queued again by the worker's sweep (`analysis_sweep`).
+`stored_analysis` reads the last one back and says whether it is current."""
 
 from __future__ import annotations
 
@@ -29,7 +30,10 @@ from .inputs import read_inputs
 from .reports import outcome_comparison, process_summary
 
 logger = logging.getLogger(__name__)
-STALE_QUEUE = timedelta(minutes=10)  # a queued refresh not started by then is queued again
+# A refresh queued (or started) this long ago and not finished was lost — its message, or the worker that ran it:
+# it is queued again, by the next change or by the worker's sweep (`analysis_sweep`, every minute). The 10×
+# study's refresh takes under 6 s (docs/performance.md).
+STALE_QUEUE = timedelta(minutes=2)
 
 
 def analysis_changed(*, study_id: int) -> None:
@@ -62,12 +66,12 @@ def analysis_request(*, study_id: int) -> bool:
 def analysis_refresh(*, study_id: int) -> StudyStatistics | None:
     """Compute the study's analysis from its current rows and store it, unless what is stored is
     already current. Safe to run twice and concurrently: the stored version only ever goes up."""
-    Study.objects.filter(pk=study_id).update(statistics_queued_at=None)  # changes from now on queue anew
     study = Study.objects.select_related("codebook").filter(pk=study_id).first()
     if study is None:
         return None
     stored = StudyStatistics.objects.filter(study=study).defer("payload", "helped").first()
     if stored is not None and stored.version >= study.statistics_version:
+        _refresh_done(study_id, stored.version)
         return stored
     start = time.perf_counter()
     document = compute(read_inputs(study))
@@ -80,7 +84,28 @@ def analysis_refresh(*, study_id: int) -> StudyStatistics | None:
             for name, value in fields.items():
                 setattr(stored, name, value)
             stored.save()
+    _refresh_done(study_id, study.statistics_version)
     return stored
+
+
+def _refresh_done(study_id: int, computed: int) -> None:
+    """The refresh is over: the study is no longer waiting for one (a refresh that died on the way keeps it
+    waiting, and the sweep asks again once that is STALE_QUEUE old) — unless it changed meanwhile: asked again."""
+    Study.objects.filter(pk=study_id).update(statistics_queued_at=None)
+    if Study.objects.filter(pk=study_id, statistics_version__gt=computed).exists():
+        analysis_request(study_id=study_id)
+
+
+def analysis_sweep() -> list[int]:
+    """Queue a refresh of every study whose figures are behind its inputs with none waiting — or one that waits
+    since STALE_QUEUE (a worker killed mid-refresh, a message lost): the worker runs this every minute
+    (CELERY_BEAT_SCHEDULE), so the figures become current again without a person. The studies queued."""
+    now = timezone.now()
+    behind = Study.objects.filter(
+        Q(statistics__isnull=True) | Q(statistics__version__lt=F("statistics_version")),
+        Q(statistics_queued_at__isnull=True) | Q(statistics_queued_at__lt=now - STALE_QUEUE),
+    )
+    return [study_id for study_id in behind.values_list("pk", flat=True) if analysis_request(study_id=study_id)]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from accounts.roles import is_admin
 from common.keyset import KeysetPage, keyset_page
 from taxonomy.models import Code
 
+from ..access import blind_to_pair, not_blind
 from ..coding_changes import coding_diff
 from ..models import Annotation, Assignment, AuditEntry, Discussion, FinalCoding, Study
 from .suggestions import uncertainty_subquery
@@ -38,13 +39,16 @@ def can_view(discussion: Discussion, user: AbstractBaseUser) -> bool:
 
 
 def discussion_for(*, user: AbstractBaseUser, discussion_id: int) -> Discussion | None:
-    """The discussion, if this user may see it; None otherwise (callers answer 404)."""
+    """The discussion, if this user may see it — and is not blind to its run (access.blind_to_pair: they still
+    code it, or its twin, in some study); None otherwise (callers answer 404)."""
     discussion = (
         Discussion.objects.select_related("study__codebook", "run__task__benchmark", "run__agent", "escalated_by")
         .filter(pk=discussion_id)
         .first()
     )
-    return discussion if discussion is not None and can_view(discussion, user) else None
+    if discussion is None or not can_view(discussion, user) or blind_to_pair(user, discussion.run):
+        return None
+    return discussion
 
 
 def codings_compare(*, discussion) -> dict:
@@ -144,12 +148,12 @@ def final_for(*, discussion: Discussion) -> FinalCoding | None:
 
 
 def my_discussions(*, user: AbstractBaseUser):
-    """The discussions of runs the user coded *in that discussion's study*: a run the user still has
-    to code in another study stays blind. (A correlated EXISTS: joining the assignments instead
-    repeats each discussion once per run the user has in its study.)"""
+    """The discussions of runs the user coded *in that discussion's study*, but none of a run the user still has
+    to code — or its twin — in another study (access.not_blind). (A correlated EXISTS: joining the assignments
+    instead repeats each discussion once per run the user has in its study.)"""
     mine = Assignment.objects.filter(annotator=user, study=OuterRef("study"), run=OuterRef("run"))
     return (
-        Discussion.objects.filter(Exists(mine))
+        not_blind(user, Discussion.objects.filter(Exists(mine)))
         .select_related("study", "run__task__benchmark", "run__agent")
         .order_by("agreement", "pk")
     )
@@ -176,7 +180,8 @@ def my_discussion_page(*, user: AbstractBaseUser, tab: str, params) -> KeysetPag
 
 
 def _escalated_to(user: AbstractBaseUser):
-    return Discussion.objects.filter(study__adjudicator=user, status=Discussion.Status.ESCALATED)
+    """What waits for this adjudicator, but no run they still code (or its twin) somewhere (access.not_blind)."""
+    return not_blind(user, Discussion.objects.filter(study__adjudicator=user, status=Discussion.Status.ESCALATED))
 
 
 def adjudication_queue(*, user: AbstractBaseUser, filters: dict[str, str] | None = None):

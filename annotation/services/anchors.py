@@ -21,6 +21,9 @@ def numbered(labels: Iterable) -> Iterator[tuple[int, object]]:
         yield getattr(label, "instance", seen[label.code_id]), label
 
 
+ANCHOR_MAX = 1_000  # characters of one anchor: a path and its lines
+
+
 def field_key(name: str, code_id: int, instance: int = 1) -> str:
     """The form field (and error key) for a field of one instance: `rationale-7` for the first
     instance of code 7, `rationale-7-2` for its second (the adjudication form has only the first)."""

@@ -19,7 +19,7 @@ from activity.services import record
 from taxonomy.models import Code, Codebook
 
 from ..analysis.store import analysis_changed
-from ..errors import AnnotationError
+from ..errors import AnnotationError, checked_text
 from ..models import Annotation, Discussion, FinalLabel, Label, Study, StudyCodebookMove
 from .coding import audit, snapshot
 
@@ -107,6 +107,7 @@ def study_move_codebook(
 ) -> StudyCodebookMove:
     """Re-pin the study to `codebook` (frozen), carrying its labels over with `key_map`. A bad map
     raises AnnotationError naming each bad key (errors: key → message), and nothing is written."""
+    checked_text(StudyCodebookMove, "note", note)
     study = Study.objects.select_for_update().select_related("codebook").get(pk=study.pk)
     codebook = Codebook.objects.get(pk=codebook.pk)
     old = study.codebook

@@ -9,12 +9,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from common.text import TextError, text_check
 from taxonomy.models import Code
 
 from ..analysis.store import analysis_changed
-from ..errors import AnnotationError, ConflictError, LockedError
+from ..errors import AnnotationError, ConflictError, LockedError, checked_text
 from ..models import MAX_INSTANCES, Annotation, AuditEntry, Discussion, Label, Study
-from .anchors import anchor_problems, clean_anchors, field_key, numbered
+from .anchors import ANCHOR_MAX, anchor_problems, clean_anchors, field_key, numbered
 from .review import discussion_require_open, run_reconcile
 
 
@@ -100,6 +101,8 @@ def _claim_version(annotation: Annotation, version: int, *, revising: bool = Fal
 
 
 SHORT_FIELD_MAX = Label._meta.get_field("episode_id").max_length
+LABEL_TEXTS = ("rationale", "realized_consequence", "rejection_reason", "episode_id", "comparative_role")
+TEXT_LIMITS = {name: Label._meta.get_field(name).max_length for name in LABEL_TEXTS}
 
 
 def _validate_labels(annotation: Annotation, no_failure: bool, labels: list[LabelInput]) -> dict[int, Code]:
@@ -119,6 +122,14 @@ def _validate_labels(annotation: Annotation, no_failure: bool, labels: list[Labe
         for name in ("episode_id", "comparative_role"):
             if len(getattr(label, name).strip()) > SHORT_FIELD_MAX:
                 errors[field_key(name, label.code_id, instance)] = f"{name} is longer than {SHORT_FIELD_MAX} characters"
+        texts = [(name, getattr(label, name)) for name in LABEL_TEXTS]
+        texts += [(name, anchor) for name in ("evidence", "contrast") for anchor in getattr(label, name)]
+        for name, value in texts:
+            key = field_key(name, label.code_id, instance)
+            try:
+                text_check(value, field=key, max_length=TEXT_LIMITS.get(name, ANCHOR_MAX))
+            except TextError as exc:
+                errors.setdefault(key, exc.problem)
         if instance == MAX_INSTANCES + 1:
             errors[field_key("code", label.code_id)] = f"more than {MAX_INSTANCES} episodes of one mode"
     if no_failure and labels:
@@ -145,6 +156,9 @@ def annotation_save(
     `flagged`/`flag_note` (None: unchanged) ask for a discussion of the run whatever the other
     coding says. `revising` is for annotation_revise only (a submitted annotation under discussion)."""
     codes = _validate_labels(annotation, no_failure, labels)
+    checked_text(Annotation, "notes", notes)
+    if flag_note is not None:
+        checked_text(Annotation, "flag_note", flag_note)
     if revising:
         errors = {
             field_key("rationale", label.code_id, instance): "needs a rationale"
@@ -249,6 +263,7 @@ def annotation_skip(*, annotation: Annotation, actor: AbstractBaseUser, reason: 
         raise LockedError("this run is submitted: there is nothing to skip")
     if not reason.strip():
         raise AnnotationError("say why you skip this run", {"skip_reason": "empty"})
+    checked_text(Annotation, "skip_reason", reason, field="reason")
     if annotation.assignment.study.closed_at is not None:
         raise LockedError(f"{annotation.assignment.study} is closed: its codings no longer change")
     ensure_stored(annotation)

@@ -15,7 +15,7 @@ from taxonomy.tree import TreeError, slugify_key
 from trajectories.selectors import paired_concurrent_runs
 
 from ..assignment import pilot_sample
-from ..errors import AnnotationError
+from ..errors import AnnotationError, checked_text
 from ..models import OpenCode, PilotRound
 
 
@@ -50,6 +50,9 @@ def open_codes_set(
         raise AnnotationError("that run is not in the pilot sample")
     if OpenCode.objects.filter(pilot=pilot, run_id=run_id, annotator=annotator, promoted_to__isnull=False).exists():
         raise AnnotationError("these codes were already promoted into a codebook; they can no longer change")
+    checked_text(OpenCode, "memo", memo)
+    for text in texts:
+        checked_text(OpenCode, "text", text, field="codes")
     OpenCode.objects.filter(pilot=pilot, run_id=run_id, annotator=annotator).delete()
     cleaned = []
     for text in texts:

@@ -15,14 +15,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from activity.services import record
+from common.text import LONG_TEXT, TextError, text_check
 from taxonomy.models import Code
 
 from ..analysis.agreement import masi_distance
 from ..analysis.store import analysis_changed
-from ..errors import AnnotationError
+from ..errors import AnnotationError, checked_text
 from ..models import MAX_INSTANCES, AdvantageTag, Annotation, Comment, Discussion, FinalCoding, FinalLabel, Study
 from ..selectors.review import participants, run_annotations
-from .anchors import anchor_problems, clean_anchors
+from .anchors import ANCHOR_MAX, anchor_problems, clean_anchors
 
 
 def mode_keys(annotation: Annotation) -> frozenset[str]:
@@ -163,6 +164,7 @@ def discussion_comment(*, discussion: Discussion, author: AbstractBaseUser, text
         raise AnnotationError("only the run's annotators and the adjudicator take part in a discussion")
     if not text.strip():
         raise AnnotationError("the comment is empty", {"text": "empty"})
+    checked_text(Comment, "text", text, field="comment")
     return Comment.objects.create(discussion=discussion, author=author, text=text.strip())
 
 
@@ -237,6 +239,7 @@ def adjudicate(
         )
     if discussion.status != Discussion.Status.ESCALATED:
         raise AnnotationError("only escalated discussions are adjudicated")
+    _rulings_text_check(rulings, note)
     mode_rows = Code.objects.filter(codebook=discussion.study.codebook, level=Code.Level.MODE)
     modes = dict(mode_rows.values_list("pk", "name"))
     keys = dict(mode_rows.values_list("pk", "key"))
@@ -317,6 +320,24 @@ def adjudicate(
     return final
 
 
+def _rulings_text_check(rulings: list[Ruling], note: str) -> None:
+    """Refuse text no field can hold (common.text), naming the ruling form's fields, before anything else
+    reads it (an anchor is looked up as a path)."""
+    errors = {}
+    texts = [("note", note)]
+    for r in rulings:
+        texts += [(f"rationale-{r.code_id}", r.rationale), (f"consequence-{r.code_id}", r.realized_consequence)]
+        texts += [(f"{name}-{r.code_id}", anchor) for name in ("evidence", "contrast") for anchor in getattr(r, name)]
+    for key, value in texts:
+        limit = ANCHOR_MAX if key.startswith(("evidence", "contrast")) else LONG_TEXT
+        try:
+            text_check(value, field=key, max_length=limit)
+        except TextError as exc:
+            errors.setdefault(key, exc.problem)
+    if errors:
+        raise AnnotationError("; ".join(f"{k}: {v}" for k, v in errors.items()), errors)
+
+
 def _ruled_fields(ruling: Ruling) -> dict:
     """The fields the adjudicator gave besides the rationale (an empty one keeps what was recorded)."""
     given = {
@@ -330,6 +351,7 @@ def _ruled_fields(ruling: Ruling) -> dict:
 @transaction.atomic
 def advantage_tag(*, study: Study, run_id: int, mechanism: str, note: str, actor: AbstractBaseUser) -> AdvantageTag:
     """Tag an RQ4 pair (concurrency helped) with its mechanism; every (re)tag is logged."""
+    checked_text(AdvantageTag, "note", note)
     tag, _ = AdvantageTag.objects.update_or_create(
         study=study, run_id=run_id, defaults={"mechanism": mechanism, "note": note, "tagged_by": actor}
     )

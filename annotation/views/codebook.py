@@ -24,7 +24,9 @@ def study_codebook(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     study = lead_study(request.user, study_id)
     error, errors = "", {}
     if request.method == "POST":
-        target = Codebook.objects.filter(pk=request.POST.get("codebook") or 0).first()
+        raw = request.POST.get("codebook", "")
+        valid = raw.isascii() and raw.isdigit() and len(raw) < 10
+        target = Codebook.objects.filter(pk=int(raw)).first() if valid else None
         try:
             if target is None:
                 raise AnnotationError("choose the codebook version to move to", {"codebook": "missing"})

@@ -16,7 +16,7 @@ from common.htmx import HtmxHttpRequest
 from common.responses import invalid_parameter
 from trajectories.exports import csv_lines
 
-from ..access import lead_study
+from ..access import blind_to_pair, lead_study
 from ..analysis.document import StudyAnalysis
 from ..analysis.inputs import pair_outcomes
 from ..analysis.reports import concurrency_helped
@@ -213,6 +213,8 @@ def run_history(request: HtmxHttpRequest, study_id: int, run_id: int) -> HttpRes
     """Everything recorded about one run in one study: for its adjudicator and admins."""
     study = lead_study(request.user, study_id)
     run = get_object_or_404(study.runs.select_related("task__benchmark", "agent"), pk=run_id)
+    if blind_to_pair(request.user, run):  # they still code it (or its twin) in some study
+        raise Http404("No such run of yours.")
     rows = history.run_history(study=study, run_id=run.pk)
     records = published_records_shown(study=study, run=run)
     context = {"study": study, "run": run, "rows": rows, "records": records}

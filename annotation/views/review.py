@@ -4,6 +4,7 @@ senior adjudicator's queue and ruling."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -14,6 +15,7 @@ from common.responses import invalid_parameter
 from trajectories.benchmarks import canonical_benchmark
 from trajectories.selectors import pair_sides
 
+from ..access import may_adjudicate
 from ..errors import AnnotationError
 from ..forms import RULING_INPUTS, parse_ruling_form
 from ..models import MAX_INSTANCES, Discussion
@@ -101,6 +103,10 @@ def discussion_resolve(request: HtmxHttpRequest, discussion_id: int) -> HttpResp
 
 @require_GET
 def adjudication_queue(request: HtmxHttpRequest) -> HttpResponse:
+    """The senior adjudicator's queue: for adjudicators (and whoever adjudicates a study) and admins; an annotator
+    is refused (403), not shown an empty queue with its controls."""
+    if not may_adjudicate(request.user):
+        raise PermissionDenied("The adjudication queue is for adjudicators.")
     filters = {key: request.GET.get(key, "").strip() for key in ("agent", "benchmark", "study")}
     filters["benchmark"] = canonical_benchmark(filters["benchmark"])  # a link may spell it another way
     order = request.GET.get("order") or "agreement"

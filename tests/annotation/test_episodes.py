@@ -18,11 +18,11 @@ from annotation.analysis import compute
 from annotation.analysis.inputs import independent_codings, read_inputs
 from annotation.annotation_md import parse_annotation_md
 from annotation.errors import AnnotationError
-from annotation.models import Annotation, Discussion, FinalCoding, FinalLabel, Label
+from annotation.models import MAX_INSTANCES, Annotation, Discussion, FinalCoding, FinalLabel, Label
 from annotation.published_files import PublishedPair
 from annotation.selectors.queue import annotation_for
 from annotation.services import review as flow
-from annotation.services.coding import MAX_INSTANCES, LabelInput, annotation_revise, annotation_save, annotation_submit
+from annotation.services.coding import LabelInput, annotation_revise, annotation_save, annotation_submit
 from annotation.services.published import published_import
 from tests.factories import HTMX, PUBLISHED_SAMPLE, both, cite, client_for, mode_code
 

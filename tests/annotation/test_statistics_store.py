@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -234,3 +235,51 @@ def test_a_refresh_the_database_dropped_is_tried_again(study, monkeypatch):
     with pytest.raises(ZeroDivisionError):
         tasks.refresh_study_statistics.apply(args=[study.pk])
     assert StudyStatistics.objects.get(study=study).version == Study.objects.get(pk=study.pk).statistics_version
+
+
+def test_a_refresh_that_dies_mid_computation_is_queued_again_by_the_worker_sweep(coded_study, monkeypatch):
+    """A worker killed during a refresh: the study keeps waiting for it (its figures not current) and, once that is
+    STALE_QUEUE old, the worker's minutely sweep queues it again — no person clicks *Compute now*."""
+    from annotation.analysis import store
+    from annotation.tasks import sweep_statistics
+
+    Study.objects.filter(pk=coded_study.pk).update(statistics_version=F("statistics_version") + 1)
+    version = Study.objects.get(pk=coded_study.pk).statistics_version
+    Study.objects.filter(pk=coded_study.pk).update(statistics_queued_at=timezone.now())
+
+    def killed(inputs):
+        raise SystemExit("worker killed")
+
+    monkeypatch.setattr(store, "compute", killed)
+    with pytest.raises(SystemExit):
+        analysis_refresh(study_id=coded_study.pk)
+    monkeypatch.undo()
+    assert Study.objects.get(pk=coded_study.pk).statistics_queued_at is not None  # still waiting for it
+    assert not stored_analysis(coded_study).current
+
+    assert sweep_statistics() == []  # a refresh started a moment ago may still be running: left alone
+    started = timezone.now() - store.STALE_QUEUE - timedelta(seconds=1)
+    Study.objects.filter(pk=coded_study.pk).update(statistics_queued_at=started)
+    assert sweep_statistics() == [coded_study.pk]  # lost: queued again, and (eagerly here) computed
+    assert StudyStatistics.objects.get(study=coded_study).version == version
+    assert Study.objects.get(pk=coded_study.pk).statistics_queued_at is None
+    assert sweep_statistics() == []  # current: nothing to do
+
+
+def test_a_change_during_a_refresh_is_computed_after_it(coded_study, monkeypatch):
+    """The study waits for a refresh until it finishes, so a change meanwhile queues nothing — the refresh asks
+    again when it ends and finds the study moved on."""
+    from annotation.analysis import store
+
+    real = store.compute
+    asked = []
+    monkeypatch.setattr(store, "analysis_request", lambda *, study_id: asked.append(study_id) or True)
+
+    def changed_meanwhile(inputs):
+        Study.objects.filter(pk=coded_study.pk).update(statistics_version=F("statistics_version") + 1)
+        return real(inputs)
+
+    Study.objects.filter(pk=coded_study.pk).update(statistics_version=F("statistics_version") + 1)
+    monkeypatch.setattr(store, "compute", changed_meanwhile)
+    analysis_refresh(study_id=coded_study.pk)
+    assert asked == [coded_study.pk]

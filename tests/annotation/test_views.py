@@ -181,7 +181,7 @@ def test_anonymous_is_redirected(study):
     from django.test import Client
 
     assert Client().get("/annotate/").status_code == 302
-    assert APIClient().get("/api/assignments/").status_code == 403
+    assert APIClient().get("/api/assignments/").status_code == 401
 
 
 def test_an_htmx_request_of_a_lapsed_session_gets_401_not_the_login_page(study, trio):

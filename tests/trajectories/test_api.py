@@ -26,8 +26,8 @@ def pair(tmp_path):
     return Run.objects.get(mode="concurrent"), Run.objects.get(mode="sequential")
 
 
-def test_anonymous_gets_403():
-    assert api().get("/api/runs/").status_code == 403
+def test_anonymous_gets_401():
+    assert api().get("/api/runs/").status_code == 401
 
 
 def test_run_list_with_metrics_and_filters(adjudicator, pair):

@@ -283,3 +283,31 @@ def test_a_batch_left_running_by_a_dead_worker_is_shown_as_failed(admin_client_,
     assert "the import stopped after 1 of 3 runs: no progress for 10 minutes" in page
     api = admin_client_.get(f"/api/imports/{fresh.pk}/").json()
     assert api["status"] == "running"
+
+
+def test_a_batch_failed_by_the_stall_check_lists_the_runs_its_worker_stored(admin_client_, admin_user, tmp_path,
+                                                                            settings):  # fmt: skip
+    """Found killing the worker mid-import: the batch was marked failed with an empty report though 8 runs were
+    stored. It now lists each run the worker committed, and a redelivered import of it changes nothing."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from trajectories.services import import_batch_run
+
+    settings.PARALLAX_IMPORT_STALL_SECONDS = 600
+    batch = ImportBatch.objects.create(created_by=admin_user, status="running", total=5, processed=2,
+                                       progressed_at=timezone.now() - timedelta(hours=1))  # fmt: skip
+    write_jsonl(tmp_path / "a.jsonl", simple_run("t-a"))
+    write_jsonl(tmp_path / "b.jsonl", simple_run("t-b", mode="sequential"))
+    import_paths(paths=[tmp_path / "a.jsonl", tmp_path / "b.jsonl"], batch=batch)  # what the worker stored
+    ImportBatch.objects.filter(pk=batch.pk).update(status="running", progressed_at=timezone.now() - timedelta(hours=1))
+    page = admin_client_.get(reverse("trajectories:import_detail", args=[batch.pk])).content.decode()
+    stored = list(Run.objects.filter(batch=batch).order_by("pk"))
+    assert len(stored) == 2
+    api = admin_client_.get(f"/api/imports/{batch.pk}/").json()
+    assert api["status"] == "failed" and api["imported"] == 2
+    assert [(r["status"], r["run_id"]) for r in api["report"]] == [("imported", run.pk) for run in stored]
+    assert all(run.source_name in page for run in stored)
+    import_batch_run(batch_id=batch.pk)  # the unacknowledged task, redelivered after the stall check
+    assert Run.objects.count() == 2 and ImportBatch.objects.get(pk=batch.pk).status == "failed"
