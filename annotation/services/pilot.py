@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from taxonomy.models import Codebook
+from taxonomy.models import Codebook, OpenDraftError
 from taxonomy.services import code_create, codebook_create_from_specs, codebook_new_version, codebook_specs
 from taxonomy.tree import TreeError, slugify_key
 from trajectories.selectors import paired_concurrent_runs
@@ -77,7 +77,8 @@ class Promotion:
 def pilot_open_draft(*, pilot: PilotRound, user: AbstractBaseUser | None = None, codebook_name: str = "") -> Codebook:
     """The pilot's open draft, which every promotion adds to: made the first time (from the base
     codebook, or empty for a pilot without one), and made anew from the last result if that was
-    frozen meanwhile (so nothing promoted before is lost)."""
+    frozen meanwhile (so nothing promoted before is lost). A base codebook whose next version is already being
+    drafted (by hand or by another pilot) lends that draft: one next version, not two."""
     pilot = PilotRound.objects.select_for_update().get(pk=pilot.pk)  # two promotions at once make one draft
     draft = pilot.result_codebook
     if draft is not None and not draft.is_frozen:
@@ -85,7 +86,12 @@ def pilot_open_draft(*, pilot: PilotRound, user: AbstractBaseUser | None = None,
     change_log = f"Open codes promoted from pilot round '{pilot.name}'."
     origin = draft or pilot.base_codebook
     if origin is not None and not codebook_name:
-        draft = codebook_new_version(codebook=origin, change_log=change_log, user=user)
+        try:
+            draft = codebook_new_version(codebook=origin, change_log=change_log, user=user)
+        except OpenDraftError as exc:
+            # the codebook's next version is already being drafted (by hand or by another pilot): this pilot's
+            # codes go there too, not into a second draft claiming the same next version
+            draft = exc.draft
     else:
         name = codebook_name or f"Pilot: {pilot.name}"
         latest = Codebook.objects.filter(name=name).order_by("-version").first()

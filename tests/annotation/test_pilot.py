@@ -5,7 +5,7 @@ import pytest
 from annotation.errors import AnnotationError
 from annotation.models import OpenCode
 from annotation.selectors.pilot import pilot_groups
-from annotation.services.pilot import Promotion, open_codes_set, pilot_create, pilot_promote
+from annotation.services.pilot import Promotion, open_codes_set, pilot_create, pilot_open_draft, pilot_promote
 from taxonomy.models import Codebook
 from taxonomy.services import codebook_freeze
 from tests.factories import client_for
@@ -137,3 +137,16 @@ def test_pilot_without_base_codebook_builds_its_tree_on_the_web(study, trio, adm
     assert [c.key for c in draft.codes.order_by("position")] == ["coordination", "waiting", "idle-wait", "planning"]
     assert OpenCode.objects.get(text="waits").promoted_to.key == "idle-wait"
     assert Codebook.objects.filter(name="Pilot: Open").count() == 1
+
+
+def test_two_pilots_on_one_codebook_promote_into_its_one_next_version(pilot, trio, codebook, admin_user):
+    """A second pilot on the same base codebook (or a draft made by hand) does not fork the next version: its
+    promotions go into the draft already open, and the admin's page opens it rather than failing."""
+    from tests.factories import client_for
+
+    other = pilot_create(name="P-other", annotators=trio[1:], base_codebook=codebook)
+    first = pilot_open_draft(pilot=pilot)
+    assert pilot_open_draft(pilot=other).pk == first.pk
+    response = client_for(admin_user).post(f"/annotate/pilot/{other.pk}/draft/")
+    assert response.status_code == 302 and response["Location"].endswith(f"/{first.pk}/edit/")
+    assert Codebook.objects.filter(name=codebook.name, status="draft").count() == 1
