@@ -25,11 +25,14 @@ class StudyAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request, obj, form, change) -> None:
+        # what each changed field was, read before the save: the log keeps both sides of an edit
+        stored = type(obj).objects.filter(pk=obj.pk).first() if change else None
+        before = {name: str(getattr(stored, name)) for name in form.changed_data} if stored else {}
         super().save_model(request, obj, form, change)
         changed = {name: str(form.cleaned_data.get(name)) for name in form.changed_data}
         verb = "edited in the admin" if change else "created in the admin"
         record("study.edit" if change else "study.create", f"study {obj.name!r} {verb}: {', '.join(changed) or '-'}",
-               actor=request.user, study_id=obj.pk, changed=changed)  # fmt: skip
+               actor=request.user, study_id=obj.pk, changed=changed, before=before)  # fmt: skip
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "adjudicator":

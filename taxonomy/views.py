@@ -5,7 +5,9 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.roles import is_admin
 from common.htmx import HtmxHttpRequest
@@ -94,6 +96,11 @@ def codebook_edit(request: HtmxHttpRequest, codebook_id: int) -> HttpResponse:
     codebook = get_object_or_404(Codebook, pk=codebook_id)
     if codebook.is_frozen:
         messages.error(request, f"{codebook} is frozen: make a new version to change it.")
+        if request.method == "POST" and not request.htmx:
+            # a change sent to a frozen codebook is refused as a conflict, not answered as if it had been taken
+            return render(request, "taxonomy/codebook_frozen.html", {"codebook": codebook}, status=409)
+        if request.htmx:
+            return HttpResponseClientRedirect(reverse("taxonomy:codebook_detail", args=[codebook.pk]))
         return redirect("taxonomy:codebook_detail", codebook_id=codebook.pk)
     error, done = "", ""
     if request.method == "POST":

@@ -137,7 +137,8 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "codebooks/<int:codebook_id>/new-version/": ((302, 405, 405, 405, 405), (302, 403, 403, 403, 302)),
     "codebooks/<int:codebook_id>/freeze/": ((302, 405, 405, 405, 405), (302, 403, 403, 403, 302)),
     # the codebook here is frozen: the editor sends an admin back to its page
-    "codebooks/<int:codebook_id>/edit/": ((302, 403, 403, 403, 302), (302, 403, 403, 403, 302)),
+    # a frozen codebook (the crawl's) is not edited: GET goes to its page, a POST is refused as a conflict (409)
+    "codebooks/<int:codebook_id>/edit/": ((302, 403, 403, 403, 302), (302, 403, 403, 403, 409)),
     "api/runs/": ((401, 200, 200, 200, 200), (401, 405, 405, 405, 405)),
     "api/runs/<int:pk>/": ((401, 200, 404, 200, 200), (401, 405, 405, 405, 405)),
     "api/runs/<int:pk>/events/": ((401, 200, 404, 200, 200), (401, 405, 405, 405, 405)),

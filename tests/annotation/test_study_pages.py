@@ -125,3 +125,7 @@ def test_the_django_admin_changes_only_name_and_adjudicator(study, admin_user, t
                 "coders_per_run": 3})  # fmt: skip
     study.refresh_from_db()
     assert study.name == "S renamed" and study.coders_per_run == 2 and study.annotators.count() == 3
+    from activity.models import ActivityEntry
+
+    entry = ActivityEntry.objects.get(action="study.edit")  # both sides of the edit are logged
+    assert entry.detail["before"] == {"name": "S"} and entry.detail["changed"] == {"name": "S renamed"}

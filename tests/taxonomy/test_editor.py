@@ -230,6 +230,12 @@ def test_editor_page_for_admins_only(draft, codebook, annotator_client, admin_cl
     assert "Merge codes" in body and "same-file-collision" in body
     frozen = admin_client_.get(f"/codebooks/{codebook.pk}/edit/")
     assert frozen.status_code == 302 and frozen["Location"] == f"/codebooks/{codebook.pk}/"
+    # a change posted to a frozen codebook is refused as a conflict, and says why; by htmx, the page goes there
+    refused = admin_client_.post(f"/codebooks/{codebook.pk}/edit/", post)
+    assert refused.status_code == 409 and "Nothing was changed" in refused.content.decode()
+    by_htmx = admin_client_.post(f"/codebooks/{codebook.pk}/edit/", post, HTTP_HX_REQUEST="true")
+    assert by_htmx["HX-Redirect"] == f"/codebooks/{codebook.pk}/"
+    assert not codebook.codes.filter(key="sneaky").exists()
     assert admin_client_.get("/codebooks/999/edit/").status_code == 404
 
 

@@ -145,3 +145,30 @@ def test_a_kimi_session_with_only_its_state_says_what_is_missing(tmp_path):
     message = _failed(import_paths(paths=[tmp_path]))
     assert f"Kimi Code session {session}" in message and f"server/events/{session}.jsonl" in message
     assert AgentContext.objects.count() == 0
+
+
+def _gzip_of(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("nul.jsonl", b'{"type": "run_header", "x": "a\x00b"}\n', "nul.jsonl:1: line 1 holds a NUL byte"),
+        ("surrogate.jsonl", b'\n{"a": "\xed\xa0\x80"}\n', "surrogate.jsonl:2: line 2 is not UTF-8 text"),
+        ("escaped.jsonl", b'{"a": "\\ud800"}\n', "escaped.jsonl:1: line 1 holds a lone surrogate"),
+        ("garbage.jsonl", b"{not json\n", "garbage.jsonl:1: line 1 is not JSON"),
+        ("plain.jsonl.gz", b'{"type": "run_header"}\n', "plain.jsonl.gz: named .gz but not a gzip file"),
+        ("cut.jsonl.gz", _gzip_of(b'{"type": "run_header"}\n' * 50)[:-12], "cut.jsonl.gz: the .gz file is cut short"),
+    ],
+)
+def test_a_log_that_is_not_json_says_why(tmp_path, name, content, says):
+    """A NUL byte, text that is not UTF-8, an escaped lone surrogate, a broken line, a .gz that is not gzip or is
+    cut short: each is named for what it is, with its line where there is one, and nothing is stored."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    message = _failed(import_paths(paths=[path]))
+    assert says in message, message
+    assert Run.objects.count() == 0

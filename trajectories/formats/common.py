@@ -163,6 +163,40 @@ def first_json_line(path: Path) -> Any | None:
     return first
 
 
+def first_line_problem(path: Path) -> tuple[str, int | None]:
+    """Why `first_json_line` found no JSON in a non-empty file, in words a person can act on, and the line (None for
+    the file as a whole): a .gz that is not gzip or is cut short, a NUL byte, text that is not UTF-8 (a lone
+    surrogate), or the JSON parser's own complaint."""
+    try:
+        with open_binary(path) as handle:
+            for number in range(1, _LOOK_AHEAD_LINES + 2):
+                raw = read_line(handle, name=path.name, lineno=number)
+                if not raw:
+                    break
+                if not raw.strip():
+                    continue
+                try:
+                    orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    if b"\x00" in raw:
+                        return f"line {number} holds a NUL byte: it is not JSON text", number
+                    try:
+                        raw.decode("utf-8")
+                    except UnicodeDecodeError as bad:
+                        return f"line {number} is not UTF-8 text ({bad.reason} at byte {bad.start})", number
+                    if "surrogate" in str(exc).lower():
+                        return f"line {number} holds a lone surrogate (\\ud800–\\udfff): not valid JSON text", number
+                    return f"line {number} is not JSON ({exc})", number
+                return "", None
+    except gzip.BadGzipFile:
+        return "named .gz but not a gzip file", None
+    except EOFError:
+        return "the .gz file is cut short: it ends before its compressed data does", None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})", None
+    return "", None
+
+
 _NUMERIC = re.compile(r"^-?\d+(\.\d+)?$")
 
 

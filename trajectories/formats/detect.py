@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cell, registry
-from .common import first_json_line
+from .common import first_json_line, first_line_problem
 from .manifest import apply_manifest
 from .records import JSONL_SUFFIXES, Format, FormatError, ParseWarning, RunSource, display_name
 
@@ -113,7 +113,8 @@ def _claim(file: Path, *, alone: bool, forced: Format | None) -> Format | None:
         return fmt
     if jsonl:
         if first is None and file.stat().st_size > 0:
-            raise FormatError("first line is not JSON; not a trajectory we can read", line=1)
+            problem, line = first_line_problem(file)
+            raise FormatError(f"{problem or 'first line is not JSON'}; not a trajectory we can read", line=line)
         raise FormatError(
             f"format not recognised: not {registry.described()} (if it is one of these, choose its format explicitly)",
             line=1,
