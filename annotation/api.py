@@ -67,7 +67,7 @@ class AnnotationSerializer(serializers.ModelSerializer):
 
 
 class LabelInputSerializer(serializers.Serializer):
-    code = serializers.CharField(help_text="mode key")
+    code = serializers.CharField(help_text="mode key", min_length=1, max_length=100)
     rationale = serializers.CharField(allow_blank=True, default="")
     realized_consequence = serializers.CharField(allow_blank=True, default="")
     evidence = serializers.ListField(child=serializers.CharField(), default=list)

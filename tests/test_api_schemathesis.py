@@ -56,3 +56,20 @@ def test_every_operation_conforms(study, admin_user, annotator):
             run()
             checked.append(f"{user.username} {operation.label}")
     assert len(checked) >= 2 * 12  # every operation of the schema, as an admin and as an annotator
+
+
+@pytest.mark.django_db
+def test_the_schema_says_what_the_api_takes(admin_user):
+    """An upload is multipart with a binary file; a label's code is a non-empty key; a refused submit (422) is
+    documented with the rest."""
+    from tests.factories import client_for
+
+    schema = client_for(admin_user).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    upload = schema["paths"]["/api/imports/"]["post"]["requestBody"]["content"]
+    assert list(upload) == ["multipart/form-data"]
+    ref = upload["multipart/form-data"]["schema"]["$ref"].split("/")[-1]
+    assert schema["components"]["schemas"][ref]["properties"]["file"] == {"type": "string", "format": "binary"}
+    label = schema["components"]["schemas"]["LabelInput"]["properties"]["code"]
+    assert label["minLength"] == 1 and label["maxLength"] == 100
+    submit = next(p for path, p in schema["paths"].items() if path.endswith("/submit/"))
+    assert "422" in submit["post"]["responses"]

@@ -294,8 +294,10 @@ def test_a_comment_text_cannot_hold_is_refused_naming_it(study, codebook, trio, 
     client = client_for(trio[0])
     page = client.get(f"/annotate/discussions/{discussion.pk}/").content.decode()
     assert 'maxlength="20000"' in page and "up to 20,000 characters" in page
-    response = client.post(f"/annotate/discussions/{discussion.pk}/comment/", {"text": text}, follow=True)
-    assert re.search(f"comment: [^<]*{said}", response.content.decode())
+    response = client.post(f"/annotate/discussions/{discussion.pk}/comment/", {"text": text})
+    assert response.status_code == 422  # refused, said beside the form with the text kept (without the NUL)
+    body = response.content.decode()
+    assert re.search(f"comment: [^<]*{said}", body) and (text.replace("\x00", "")[:40] in body)
     assert not Comment.objects.filter(discussion=discussion).exists()
     client.post(f"/annotate/discussions/{discussion.pk}/comment/", {"text": "z" * 20_000})
     assert Comment.objects.filter(discussion=discussion).count() == 1  # the limit itself is allowed

@@ -78,7 +78,8 @@ EXPECTED: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "annotate/<int:assignment_id>/hints/": ((302, 405, 405, 405, 405), (302, 302, 404, 404, 404)),
     "annotate/discussions/": ((302, 200, 200, 200, 200), (302, 405, 405, 405, 405)),
     "annotate/discussions/<int:discussion_id>/": ((302, 200, 404, 200, 200), (302, 405, 405, 405, 405)),
-    "annotate/discussions/<int:discussion_id>/comment/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),
+    # an empty comment is refused beside the form (422)
+    "annotate/discussions/<int:discussion_id>/comment/": ((302, 405, 405, 405, 405), (302, 422, 404, 422, 422)),
     "annotate/discussions/<int:discussion_id>/resolve/": ((302, 405, 405, 405, 405), (302, 302, 404, 302, 302)),
     # the adjudicator's queue: an annotator is refused, not shown an empty queue
     "annotate/adjudication/": ((302, 403, 403, 200, 200), (302, 405, 405, 405, 405)),

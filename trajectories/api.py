@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import MultiPartParser
@@ -133,8 +133,13 @@ class ImportBatchSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+@extend_schema_field({"type": "string", "format": "binary"})
+class _UploadedFile(serializers.FileField):
+    """The uploaded bytes (the schema says binary: a FileField is otherwise described as a URI)."""
+
+
 class ImportUploadSerializer(serializers.Serializer):
-    file = serializers.FileField()
+    file = _UploadedFile()
     format = serializers.ChoiceField(choices=registry.choices(), default="auto")
 
 
@@ -179,7 +184,8 @@ class RunEventsAPI(generics.ListAPIView):
 class ImportCreateAPI(APIView):
     parser_classes = [MultiPartParser]
 
-    @extend_schema(request=ImportUploadSerializer, responses={202: ImportBatchSerializer})
+    # an upload: the file is sent as multipart form data (the schema says binary, not a string)
+    @extend_schema(request={"multipart/form-data": ImportUploadSerializer}, responses={202: ImportBatchSerializer})
     def post(self, request: Request) -> Response:
         if not is_admin(request.user):
             raise PermissionDenied("Only admins can import trajectories.")

@@ -51,9 +51,15 @@ def discussion_list(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_GET
 def discussion_detail(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
-    discussion = _discussion(request, discussion_id)
+    return _detail_page(request, _discussion(request, discussion_id))
+
+
+def _detail_page(request: HtmxHttpRequest, discussion, *, error: str = "", text: str = "", status: int = 200):
+    """The discussion page (its comments alone for htmx), with a refused comment's reason and text kept."""
     compare = selectors.codings_compare(discussion=discussion)
     context = {
+        "comment_error": error,
+        "comment_text": text,
         "discussion": discussion,
         "compare": compare,
         "changes": selectors.coding_changes(discussion=discussion, compare=compare),
@@ -64,16 +70,19 @@ def discussion_detail(request: HtmxHttpRequest, discussion_id: int) -> HttpRespo
         "hints": review_hints(user=request.user, run=discussion.run, codebook=discussion.study.codebook),
     }
     template = "annotation/discussion_detail.html#comments" if request.htmx else "annotation/discussion_detail.html"
-    return render(request, template, context)
+    return render(request, template, context, status=status)
 
 
 @require_POST
 def discussion_comment(request: HtmxHttpRequest, discussion_id: int) -> HttpResponse:
     discussion = _discussion(request, discussion_id)
+    text = request.POST.get("text", "")
     try:
-        flow.discussion_comment(discussion=discussion, author=request.user, text=request.POST.get("text", ""))
+        flow.discussion_comment(discussion=discussion, author=request.user, text=text)
     except AnnotationError as exc:
-        messages.error(request, str(exc))
+        # refused (empty, too long, a NUL, a closed case): said beside the form, the text kept, a 4xx
+        kept = text[:50_000].replace("\x00", "").encode("utf-8", "replace").decode("utf-8")  # shown again, safely
+        return _detail_page(request, discussion, error=str(exc), text=kept, status=422)
     if request.htmx:
         return render(
             request,
