@@ -65,7 +65,7 @@ def test_holm_is_statsmodels_holm_on_random_families():
     from statsmodels.stats.multitest import multipletests
 
     rng = random.Random(28)
-    for size in range(1, 40):
+    for size in (1, 2, 3, 5, 8, 13, 21, 34):
         values = [rng.choice([rng.random(), rng.random() ** 6, 1.0, 0.05]) for _ in range(size)]
         family = {f"row {i}": p for i, p in enumerate(values)}
         expected = multipletests(values, method="holm")[1]
