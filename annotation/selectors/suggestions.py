@@ -81,6 +81,20 @@ def study_models(*, study: Study) -> list[SuggestionModel]:
     )
 
 
+def labelled_reach(*, study: Study) -> tuple[int, int]:
+    """What the study's final labels give a training: the tasks whose runs have final labels (the folds are cut
+    by task), and the runs of the most frequent mode among them. Two queries."""
+    tasks = FinalCoding.objects.filter(study=study).values("run__task_id").distinct().count()
+    most = (
+        FinalLabel.objects.filter(final__study=study, code__level=Code.Level.MODE)
+        .values("code_id")
+        .annotate(runs=Count("final_id", distinct=True))
+        .aggregate(most=Max("runs"))["most"]
+        or 0
+    )
+    return tasks, most
+
+
 def training_defaults(*, study: Study, latest: SuggestionModel | None) -> dict:
     """What the training form starts from: the parameters of the study's latest model, or — before any — the
     defaults (annotation/classifier.py Params) brought down to what the study's final labels allow (folds: the tasks
@@ -94,15 +108,7 @@ def training_defaults(*, study: Study, latest: SuggestionModel | None) -> dict:
             "min_positives": used.get("min_positives", defaults.min_positives),
             "note": f"The parameters of model #{latest.pk}.",
         }
-    finals = FinalCoding.objects.filter(study=study)
-    tasks = finals.values("run__task_id").distinct().count()
-    most = (
-        FinalLabel.objects.filter(final__study=study, code__level=Code.Level.MODE)
-        .values("code_id")
-        .annotate(runs=Count("final_id", distinct=True))
-        .aggregate(most=Max("runs"))["most"]
-        or 0
-    )
+    tasks, most = labelled_reach(study=study)
     folds, least = max(2, min(defaults.folds, tasks)), max(2, min(defaults.min_positives, most))
     note = ""
     if (folds, least) != (defaults.folds, defaults.min_positives):

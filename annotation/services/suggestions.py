@@ -12,17 +12,16 @@ from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from activity.services import record
-from taxonomy.models import Code
 
 from ..analysis.inputs import hint_free_runs
 from ..assignment import queue_order
 from ..classifier import Params, SuggestionError, train, uncertainty
 from ..errors import AnnotationError
-from ..models import Assignment, FinalCoding, FinalLabel, RunSuggestion, Study, SuggestionModel
+from ..models import Assignment, RunSuggestion, Study, SuggestionModel
 from ..selectors import suggestions as selectors
 
 logger = logging.getLogger(__name__)
@@ -51,21 +50,13 @@ def suggestions_train_request(
         params.validate()
     except SuggestionError as exc:
         raise AnnotationError(str(exc), errors={exc.field: str(exc)}) from exc
-    finals = FinalCoding.objects.filter(study=study)
-    tasks = finals.values("run__task_id").distinct().count()
+    tasks, positives = selectors.labelled_reach(study=study)
     if tasks < params.folds:
         raise AnnotationError(
             f"{study.name} has final labels for runs of {tasks} task(s): training needs runs of at least "
             f"{params.folds} tasks (grouped cross-validation in {params.folds} folds)",
             errors={"labels": "too few final labels"},
         )
-    positives = (
-        FinalLabel.objects.filter(final__study=study, code__level=Code.Level.MODE)
-        .values("code_id")
-        .annotate(runs=Count("final_id", distinct=True))
-        .aggregate(most=Max("runs"))["most"]
-        or 0
-    )
     if positives < params.min_positives:
         raise AnnotationError(
             f"{study.name}: no mode is in the final labels of {params.min_positives} or more runs yet (at most "
