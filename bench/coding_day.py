@@ -28,7 +28,6 @@ import os
 import random
 import re
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -43,16 +42,9 @@ if not DATABASE_URL.startswith(("postgres://", "postgresql://")):
     print("coding-day bench skipped: needs BENCH_DATABASE_URL=postgres://… (gunicorn and a worker on PostgreSQL)")
     sys.exit(0)
 BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/13")
-SERVER = {
-    "DEBUG": "0",
-    "SECRET_KEY": "bench-" + "x" * 50,
-    "DJANGO_SETTINGS_MODULE": "config.settings",
-    "DATABASE_URL": DATABASE_URL,
-    "ALLOWED_HOSTS": "127.0.0.1",
-    "SECURE_SSL_REDIRECT": "0",  # plain http on loopback; production terminates TLS in front
-    "CELERY_BROKER_URL": BROKER,
-}
-os.environ.update(SERVER)
+from bench.serving import HOST, WORKERS, celery_worker, gunicorn, server_env, stop  # noqa: E402
+
+os.environ.update(server_env(DATABASE_URL, CELERY_BROKER_URL=BROKER))
 
 import django  # noqa: E402
 
@@ -66,7 +58,7 @@ from bench.study_scale import SCALES, build_study  # noqa: E402
 from taxonomy.models import Code  # noqa: E402
 from taxonomy.services import codebook_load_default  # noqa: E402
 
-HOST, PORT, WORKERS = "127.0.0.1", 8792, 3
+PORT = 8792
 PEOPLE = 30
 CSRF = "codingday0123456789abcdefghijklm"  # any 32 characters: the cookie and the header must match
 VERSION = re.compile(rb'name="version" id="version" value="(\d+)"')
@@ -232,34 +224,6 @@ def prepare(scale: str, rng: random.Random) -> list[Person]:
     return people
 
 
-def start(command: list[str], log: Path, wait_for: str | None) -> subprocess.Popen:
-    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **SERVER}, stdout=log.open("wb"),
-                               stderr=subprocess.STDOUT)  # fmt: skip
-    if wait_for is None:
-        return process
-    for _ in range(300):
-        try:
-            conn = http.client.HTTPConnection(HOST, PORT, timeout=2)
-            conn.request("GET", wait_for)
-            if conn.getresponse().status == 200:
-                return process
-        except OSError:
-            pass
-        if process.poll() is not None:
-            break
-        time.sleep(0.1)
-    process.terminate()
-    raise SystemExit(f"{command[2]} did not come up; its log: {log}")
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-
-
 def lost_saves(people: list[Person]) -> list[str]:
     """Runs whose stored coding is not the last one the server acknowledged: the same version (a submit stores the
     form once more, so a submitted coding is at a later version) and rationale, submitted if the submit was."""
@@ -290,10 +254,8 @@ def main() -> None:
     people = prepare(args.scale, random.Random(args.seed))
     logs = ROOT / "var" / "bench"
     logs.mkdir(parents=True, exist_ok=True)
-    worker = start([sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency=1", "--without-gossip",
-                    "--without-mingle", "--loglevel=INFO"], logs / "coding-day-worker.log", None)  # fmt: skip
-    server = start([sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"{HOST}:{PORT}", "--workers",
-                    str(WORKERS), "--timeout", "120"], logs / "coding-day-gunicorn.log", "/healthz")  # fmt: skip
+    worker = celery_worker(logs / "coding-day-worker.log")
+    server = gunicorn(PORT, logs / "coding-day-gunicorn.log")
     try:
         deadline = time.monotonic() + args.seconds
         threads = [threading.Thread(target=person.day, args=(deadline,)) for person in people]

@@ -22,7 +22,6 @@ import os
 import random
 import re
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -36,15 +35,9 @@ DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "")
 if not DATABASE_URL.startswith(("postgres://", "postgresql://")):
     print("load bench skipped: needs BENCH_DATABASE_URL=postgres://… (it runs gunicorn against PostgreSQL)")
     sys.exit(0)
-SERVER = {
-    "DEBUG": "0",
-    "SECRET_KEY": "bench-" + "x" * 50,
-    "DJANGO_SETTINGS_MODULE": "config.settings",
-    "DATABASE_URL": DATABASE_URL,
-    "ALLOWED_HOSTS": "127.0.0.1",
-    "SECURE_SSL_REDIRECT": "0",  # plain http on loopback; production terminates TLS in front
-}
-os.environ.update(SERVER)
+from bench.serving import HOST, WORKERS, gunicorn, server_env, stop  # noqa: E402
+
+os.environ.update(server_env(DATABASE_URL))
 
 import django  # noqa: E402
 
@@ -62,7 +55,7 @@ from taxonomy.models import Code  # noqa: E402
 from taxonomy.services import codebook_load_default  # noqa: E402
 from trajectories.models import Run  # noqa: E402
 
-HOST, PORT, WORKERS = "127.0.0.1", 8791, 3
+PORT = 8791
 ANNOTATORS = 30
 CSRF = "loadbench0123456789abcdefghijklm"  # any 32 characters: the cookie and the header must match
 VERSION = re.compile(rb'name="version" id="version" value="(\d+)"')
@@ -153,27 +146,6 @@ def logged_in(assignment: Assignment) -> str:
     return client.cookies["sessionid"].value
 
 
-def start_server(log: Path) -> subprocess.Popen:
-    command = [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"{HOST}:{PORT}", "--workers", str(WORKERS),
-               "--timeout", "120"]  # fmt: skip
-    server = subprocess.Popen(
-        command, cwd=ROOT, env={**os.environ, **SERVER}, stdout=log.open("wb"), stderr=subprocess.STDOUT
-    )
-    for _ in range(300):
-        try:
-            conn = http.client.HTTPConnection(HOST, PORT, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return server
-        except OSError:
-            pass
-        if server.poll() is not None:
-            break
-        time.sleep(0.1)
-    server.terminate()
-    raise SystemExit(f"gunicorn did not come up on {HOST}:{PORT}; its log: {log}")
-
-
 def lost_updates(annotators: list[Annotator]) -> list[str]:
     lost = []
     for a in annotators:
@@ -228,15 +200,11 @@ def main() -> None:
     log = ROOT / "var" / "bench" / "load-gunicorn.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     pauses = [args.pause] + ([] if args.no_saturate or not args.pause else [0.0])
-    server = start_server(log)
+    server = gunicorn(PORT, log)
     try:
         rounds = [phase(annotators, warmup=args.warmup, seconds=args.seconds, pause=pause) for pause in pauses]
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
     print(
         f"\n{len(annotators)} annotators autosaving, {args.seconds:.0f} s counted per round (after {args.warmup:.0f} s"
         f" not counted); gunicorn {WORKERS} sync workers, PostgreSQL, DEBUG=0, DATABASE_CONN_MAX_AGE="
