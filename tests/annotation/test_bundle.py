@@ -20,7 +20,19 @@ from annotation.selectors.queue import annotation_for
 from annotation.services.coding import LabelInput, annotation_revise
 from tests.factories import client_for, mode_code, reproduce
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("coded_world")]
+
+
+@pytest.fixture(scope="module")
+def exported(coded_world, django_db_blocker, tmp_path_factory) -> Path:
+    """The coded study's bundle, exported once for the module, and checked: as exported, the script finds every
+    figure equal (a test that alters a copy then knows the alteration is what the check names)."""
+    out = tmp_path_factory.mktemp("exported") / "b.zip"
+    with django_db_blocker.unblock():
+        call_command("export_study", str(coded_world.study_id), "--out", str(out), stdout=io.StringIO())
+    checked = reproduce(out, "--check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    return out
 
 
 def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_path, codebook):
@@ -82,10 +94,9 @@ def test_the_bundle_alone_reproduces_every_dashboard_number(coded_study, tmp_pat
     assert params["coders_per_run"] == 2 and params["closed_at"] is None
 
 
-def test_the_check_fails_when_the_data_do_not_give_the_dashboards_numbers(coded_study, tmp_path):
+def test_the_check_fails_when_the_data_do_not_give_the_dashboards_numbers(exported, tmp_path):
     bundle = tmp_path / "bundle"
-    call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
-    zipfile.ZipFile(tmp_path / "b.zip").extractall(bundle)
+    zipfile.ZipFile(exported).extractall(bundle)
     codings = (bundle / "independent_codings.csv").read_text()
     (bundle / "independent_codings.csv").write_text(codings.replace("stale-handoff", "lossy-handoff", 1))
     finals = (bundle / "final_labels.csv").read_text().splitlines()
@@ -140,11 +151,9 @@ def _shown(change):
         ("dashboard.json", _shown(lambda d: d["table3"].update(instances_not_agreed=3)), "table3 instances_not_agreed"),
     ],
 )  # fmt: skip
-def test_the_check_names_every_figure_that_differs(coded_study, tmp_path, name, change, named):
+def test_the_check_names_every_figure_that_differs(exported, tmp_path, name, change, named):
     bundle = tmp_path / "bundle"
-    call_command("export_study", str(coded_study.pk), "--out", str(tmp_path / "b.zip"), stdout=io.StringIO())
-    zipfile.ZipFile(tmp_path / "b.zip").extractall(bundle)
-    assert reproduce(bundle, "--check").returncode == 0
+    zipfile.ZipFile(exported).extractall(bundle)
     _altered(bundle, name, change)
     checked = reproduce(bundle, "--check")
     assert checked.returncode == 1 and named in checked.stdout, checked.stdout

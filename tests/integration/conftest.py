@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 
 import pytest
@@ -25,8 +24,9 @@ ARGS = [
 ]
 
 
-@pytest.fixture
-def page(live_server):
+@pytest.fixture(scope="module")
+def chromium():
+    """One Chromium per test module (a browser starts in about a second; a fresh context per test in a fifth)."""
     if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
         skip_or_fail(f"no Chromium at {CHROMIUM}")
     try:
@@ -35,14 +35,24 @@ def page(live_server):
         skip_or_fail("playwright is not installed")
     # Playwright's sync API runs an event loop in this thread; the ORM calls of the test are still synchronous.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        browser = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True, args=ARGS)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
-            pg = browser.new_page()
-            pg.set_default_timeout(15000)
-            yield pg
+            yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture
+def page(live_server, chromium):
+    """A page in a context of its own: no cookie, storage or cache is shared with another test."""
+    context = chromium.new_context()
+    try:
+        pg = context.new_page()
+        pg.set_default_timeout(15000)
+        yield pg
+    finally:
+        context.close()
 
 
 def login(page, live_server, username, password):

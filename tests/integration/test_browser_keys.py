@@ -78,11 +78,13 @@ def test_search_ranks_names_before_definitions_and_undo_steps_back(page, live_se
     # Ctrl+Enter starts the undo window; u stops it and nothing is submitted
     page.keyboard.press("1")
     page.keyboard.type("x")
+    page.clock.install()  # the page's timers from here on run when the test moves the clock
     page.keyboard.press("Control+Enter")
     expect(page.locator("#submit-pending")).to_be_visible()
     page.keyboard.press("Escape")
     expect(page.locator("#submit-pending")).to_be_hidden()
-    page.wait_for_timeout(4500)  # longer than the window
+    page.clock.run_for(4500)  # longer than the window
+    page.wait_for_timeout(500)  # time for a submission, had one been sent, to land
     assert page.url.rstrip("/").endswith(f"/annotate/{assignment_id}")
     assert not Annotation.objects.get(assignment_id=assignment_id).is_submitted
 
@@ -137,11 +139,13 @@ def test_u_during_the_countdown_cancels_it_even_from_the_rationale(page, live_se
     assignment_id = open_next(page, live_server)
     page.keyboard.press("1")  # the rationale has the focus
     page.keyboard.type("why")
+    page.clock.install()  # the page's timers from here on run when the test moves the clock
     page.keyboard.press("Control+Enter")
     expect(page.locator("#submit-pending")).to_be_visible()
     page.keyboard.press("u")  # a key, not a letter typed into the coding
     expect(page.locator("#submit-pending")).to_be_hidden()
-    page.wait_for_timeout(4500)  # longer than the window
+    page.clock.run_for(4500)  # longer than the window
+    page.wait_for_timeout(500)  # time for a submission, had one been sent, to land
     annotation = Annotation.objects.get(assignment_id=assignment_id)
     assert not annotation.is_submitted and annotation.labels.get().rationale == "why"
 
