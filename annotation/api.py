@@ -192,7 +192,10 @@ class StudyExportAPI(APIView):
     """The dashboard's tables as JSON rows (same rows as the CSV downloads)."""
 
     @extend_schema(
-        responses={200: {"type": "array", "items": {"type": "object", "additionalProperties": True}}},
+        responses={
+            200: {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+            409: OpenApiResponse(description="the statistics these rows come from are not computed yet"),
+        },
         parameters=[OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=list(EXPORT_KINDS))],
     )
     def get(self, request: Request, study_id: int, kind: str) -> Response:
