@@ -17,9 +17,20 @@ from trajectories.models import SignatureHit
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def built(module_transaction, django_db_blocker) -> int:
+    """The bulk-built study, once for the module (the tests only read it)."""
+    from taxonomy.services import codebook_load_default
+
+    with django_db_blocker.unblock():
+        return build_study(key="t", tasks=30, codebook=codebook_load_default()).pk
+
+
 @pytest.fixture
-def study(codebook):
-    return build_study(key="t", tasks=30, codebook=codebook)
+def study(built, db):
+    from annotation.models import Study
+
+    return Study.objects.get(pk=built)
 
 
 def test_history_is_what_the_services_would_have_written(study):
