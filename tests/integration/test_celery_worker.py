@@ -7,83 +7,34 @@ skipped otherwise, and a failure under PARALLAX_REQUIRE_SERVICES=1.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 
 from config.celery import app as celery_app
-from tests.conftest import skip_or_fail
-from tests.factories import ROOT, simple_run, write_jsonl
-from tests.integration.conftest import wait_done
+from tests.factories import simple_run, write_jsonl
+from tests.integration.conftest import kill_worker, start_worker, stop_worker, wait_done, worker_services
 from trajectories import services, tasks
 from trajectories.models import ImportBatch, Run
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.django_db(transaction=True)]
 
 
-def start_worker(tmp_path, broker: str, queue: str, name: str = "worker") -> subprocess.Popen:
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "CELERY_BROKER_URL": broker,
-        "CELERY_TASK_ALWAYS_EAGER": "0",
-        "DEBUG": "1",
-    }
-    log = (tmp_path / f"{name}.log").open("w")
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool=solo",
-            "--concurrency=1",
-            "-Q",
-            queue,
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel=INFO",
-            "-n",
-            f"{name}-{os.getpid()}@%h",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-
-
 @pytest.fixture
 def worker(tmp_path):
-    broker = os.environ.get("CELERY_TEST_BROKER_URL", "")
-    if connection.vendor != "postgresql":
-        skip_or_fail("the worker test needs PostgreSQL (DATABASE_URL=postgres://…) to share the test database")
-    if not broker.startswith("redis://"):
-        skip_or_fail("CELERY_TEST_BROKER_URL=redis://… is not set")
+    database, broker = worker_services()
     queue = f"parallax-test-{os.getpid()}"
-    proc = start_worker(tmp_path, broker, queue)
+    proc = start_worker(tmp_path, broker, queue, database=database)
     saved = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = False
     try:
         yield Worker(proc, broker, queue, tmp_path / "worker.log")
     finally:
         celery_app.conf.task_always_eager = saved
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_worker(proc)
 
 
 class Worker:
@@ -138,8 +89,7 @@ def test_killed_worker_leaves_no_partial_run_and_a_retry_imports_once(worker, tm
     deadline = time.monotonic() + 60
     while ImportBatch.objects.get(pk=batch.pk).processed < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
-    worker.proc.send_signal(signal.SIGKILL)
-    worker.proc.wait(timeout=10)
+    kill_worker(worker.proc)
     partial = ImportBatch.objects.get(pk=batch.pk)
     assert partial.status == "running" and 3 <= partial.processed < 40, "the kill did not land mid-batch"
     for run in Run.objects.filter(task__external_id__startswith="kill-"):
@@ -151,8 +101,7 @@ def test_killed_worker_leaves_no_partial_run_and_a_retry_imports_once(worker, tm
         worker.send(batch.pk)
         done = worker.wait_done(batch.pk)
     finally:
-        retry.send_signal(signal.SIGTERM)
-        retry.wait(timeout=20)
+        stop_worker(retry)
     assert (done.status, done.imported + done.duplicates, done.failed) == ("done", 40, 0)
     assert done.duplicates == before  # the runs stored before the kill were recognised, not re-imported
     runs = Run.objects.filter(task__external_id__startswith="kill-")
