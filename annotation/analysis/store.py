@@ -77,7 +77,7 @@ def analysis_refresh(*, study_id: int) -> StudyStatistics | None:
     if stored is not None and stored.version >= study.statistics_version:
         _refresh_done(study_id, stored.version)
         return stored
-    # The log says which computation was under way when a worker dies (and a test waits for this line to kill one).
+    # Which computation was under way, should the worker die during it.
     logger.info("statistics of study %s: computing version %s", study_id, study.statistics_version)
     start = time.perf_counter()
     document = compute(read_inputs(study))

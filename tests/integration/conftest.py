@@ -137,7 +137,7 @@ def start_worker(
         env=process_env(database, broker, queue, env),
         stdout=log,
         stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: the beat `-B` forks dies with it
+        start_new_session=True,  # its own process group: the beat that `-B` forks dies with it
     )
 
 
