@@ -30,14 +30,17 @@ def env_bool(name: str, default: bool = False) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     value = os.environ.get(name)
     if not value:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
+    return number
 
 
 def env_list(name: str, default: str = "") -> list[str]:
@@ -230,10 +233,18 @@ PARALLAX_MAX_LINE_BYTES = env_int("PARALLAX_MAX_LINE_BYTES", 32 * 1024 * 1024)
 # A study's statistics are recomputed by the worker this many seconds after a change (a burst of
 # submissions in that time costs one computation): annotation/analysis/store.py.
 PARALLAX_STATISTICS_DELAY_S = env_int("PARALLAX_STATISTICS_DELAY_S", 5)
+# A refresh queued (or started) this many seconds ago and not finished was lost (its worker killed, its message
+# lost): the sweep below queues it again. Longer than the largest study's refresh (the 10x study's takes under 6 s).
+PARALLAX_STATISTICS_STALE_S = env_int("PARALLAX_STATISTICS_STALE_S", 2 * 60, minimum=1)
+# How often the worker's beat runs that sweep (seconds).
+PARALLAX_STATISTICS_SWEEP_S = env_int("PARALLAX_STATISTICS_SWEEP_S", 60, minimum=1)
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", CELERY_BROKER_URL == "memory://")
+# The queue every task is sent to and the worker consumes (the web, the worker and its beat alike): two deployments
+# sharing one broker give each its own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("PARALLAX_TASK_QUEUE") or "celery"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-import leaves the task to be redelivered
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -243,12 +254,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis. It must exceed the longest task, or a task still running is handed to a second worker: the longest is an
 # import of the largest upload (PARALLAX_MAX_UPLOAD_BYTES), which the stall check fails after
 # PARALLAX_IMPORT_STALL_SECONDS without progress. kombu's default is an hour.
-PARALLAX_TASK_VISIBILITY_TIMEOUT_S = env_int("PARALLAX_TASK_VISIBILITY_TIMEOUT_S", 2 * 3600)
+PARALLAX_TASK_VISIBILITY_TIMEOUT_S = env_int("PARALLAX_TASK_VISIBILITY_TIMEOUT_S", 2 * 3600, minimum=1)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": PARALLAX_TASK_VISIBILITY_TIMEOUT_S}
 # The worker's periodic jobs (run by `celery worker -B`, or a separate `celery beat`): statistics left behind by a
 # lost refresh are queued again (annotation.analysis.store.analysis_sweep; idempotent, so two beats do no harm).
 CELERY_BEAT_SCHEDULE = {
-    "sweep-statistics": {"task": "annotation.tasks.sweep_statistics", "schedule": 60.0},
+    "sweep-statistics": {"task": "annotation.tasks.sweep_statistics", "schedule": float(PARALLAX_STATISTICS_SWEEP_S)},
 }
 if CELERY_BROKER_URL == "filesystem://":
     # A broker that needs no server (kombu's filesystem transport): `make demo` runs a real worker

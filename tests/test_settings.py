@@ -95,3 +95,38 @@ def test_loading_the_url_conf_does_not_load_scikit_learn_or_scipy():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def _worker_settings(env_extra: dict[str, str]) -> subprocess.CompletedProcess:
+    """What the worker's Celery app is configured with under this environment (a process of its own)."""
+    code = (
+        "import django; django.setup()\n"
+        "from django.conf import settings\n"
+        "from config.celery import app\n"
+        "print(app.conf.beat_schedule['sweep-statistics']['schedule'], settings.PARALLAX_STATISTICS_STALE_S,"
+        " app.conf.broker_transport_options['visibility_timeout'], app.conf.task_default_queue)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1", **env_extra}
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_thresholds_of_self_healing_are_settings_with_the_documented_defaults():
+    """docs/deploy.md, *When a worker dies*: sweep every minute, a refresh lost after two minutes, a task handed out
+    again after two hours, the queue `celery` — each changed by its environment variable."""
+    assert _worker_settings({}).stdout.split() == ["60.0", "120", "7200", "celery"]
+    changed = _worker_settings(
+        {"PARALLAX_STATISTICS_SWEEP_S": "7", "PARALLAX_STATISTICS_STALE_S": "9",
+         "PARALLAX_TASK_VISIBILITY_TIMEOUT_S": "30", "PARALLAX_TASK_QUEUE": "parallax-b"}
+    )  # fmt: skip
+    assert changed.stdout.split() == ["7.0", "9", "30", "parallax-b"], changed.stderr
+
+
+def test_a_sweep_interval_stale_threshold_or_visibility_timeout_not_a_positive_number_refuses_to_start():
+    for name, value, message in [
+        ("PARALLAX_STATISTICS_SWEEP_S", "0", "PARALLAX_STATISTICS_SWEEP_S must be at least 1, got 0"),
+        ("PARALLAX_STATISTICS_STALE_S", "-5", "PARALLAX_STATISTICS_STALE_S must be at least 1, got -5"),
+        ("PARALLAX_STATISTICS_SWEEP_S", "1m", "PARALLAX_STATISTICS_SWEEP_S must be an integer, got '1m'"),
+        ("PARALLAX_TASK_VISIBILITY_TIMEOUT_S", "0", "PARALLAX_TASK_VISIBILITY_TIMEOUT_S must be at least 1, got 0"),
+    ]:
+        result = _worker_settings({name: value})
+        assert result.returncode != 0 and message in result.stderr, (name, value, result.stderr[-2000:])

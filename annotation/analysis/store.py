@@ -30,10 +30,14 @@ from .inputs import read_inputs
 from .reports import outcome_comparison, process_summary
 
 logger = logging.getLogger(__name__)
-# A refresh queued (or started) this long ago and not finished was lost — its message, or the worker that ran it:
-# it is queued again, by the next change or by the worker's sweep (`analysis_sweep`, every minute). The 10×
-# study's refresh takes under 6 s (docs/performance.md).
-STALE_QUEUE = timedelta(minutes=2)
+
+
+def stale_queue() -> timedelta:
+    """A refresh queued (or started) this long ago and not finished was lost — its message, or the worker that ran
+    it: it is queued again, by the next change or by the worker's sweep (`analysis_sweep`, every
+    PARALLAX_STATISTICS_SWEEP_S). PARALLAX_STATISTICS_STALE_S, two minutes unless set: the 10× study's refresh takes
+    under 6 s (docs/performance.md)."""
+    return timedelta(seconds=settings.PARALLAX_STATISTICS_STALE_S)
 
 
 def analysis_changed(*, study_id: int) -> None:
@@ -49,7 +53,7 @@ def analysis_request(*, study_id: int) -> bool:
     from ..tasks import refresh_study_statistics
 
     now = timezone.now()
-    waiting = Q(statistics_queued_at__isnull=True) | Q(statistics_queued_at__lt=now - STALE_QUEUE)
+    waiting = Q(statistics_queued_at__isnull=True) | Q(statistics_queued_at__lt=now - stale_queue())
     if not Study.objects.filter(waiting, pk=study_id).update(statistics_queued_at=now):
         return False
     try:
@@ -73,6 +77,8 @@ def analysis_refresh(*, study_id: int) -> StudyStatistics | None:
     if stored is not None and stored.version >= study.statistics_version:
         _refresh_done(study_id, stored.version)
         return stored
+    # Which computation was under way, should the worker die during it.
+    logger.info("statistics of study %s: computing version %s", study_id, study.statistics_version)
     start = time.perf_counter()
     document = compute(read_inputs(study))
     seconds = time.perf_counter() - start
@@ -85,12 +91,13 @@ def analysis_refresh(*, study_id: int) -> StudyStatistics | None:
                 setattr(stored, name, value)
             stored.save()
     _refresh_done(study_id, study.statistics_version)
+    logger.info("statistics of study %s: version %s stored (%.1f s)", study_id, study.statistics_version, seconds)
     return stored
 
 
 def _refresh_done(study_id: int, computed: int) -> None:
     """The refresh is over: the study is no longer waiting for one (a refresh that died on the way keeps it
-    waiting, and the sweep asks again once that is STALE_QUEUE old) — unless it changed meanwhile: asked again."""
+    waiting, and the sweep asks again once that is stale_queue() old) — unless it changed meanwhile: asked again."""
     Study.objects.filter(pk=study_id).update(statistics_queued_at=None)
     if Study.objects.filter(pk=study_id, statistics_version__gt=computed).exists():
         analysis_request(study_id=study_id)
@@ -98,14 +105,18 @@ def _refresh_done(study_id: int, computed: int) -> None:
 
 def analysis_sweep() -> list[int]:
     """Queue a refresh of every study whose figures are behind its inputs with none waiting — or one that waits
-    since STALE_QUEUE (a worker killed mid-refresh, a message lost): the worker runs this every minute
-    (CELERY_BEAT_SCHEDULE), so the figures become current again without a person. The studies queued."""
+    since stale_queue() (a worker killed mid-refresh, a message lost): the worker's beat runs this every
+    PARALLAX_STATISTICS_SWEEP_S (CELERY_BEAT_SCHEDULE), so the figures become current again without a person.
+    The studies queued."""
     now = timezone.now()
     behind = Study.objects.filter(
         Q(statistics__isnull=True) | Q(statistics__version__lt=F("statistics_version")),
-        Q(statistics_queued_at__isnull=True) | Q(statistics_queued_at__lt=now - STALE_QUEUE),
+        Q(statistics_queued_at__isnull=True) | Q(statistics_queued_at__lt=now - stale_queue()),
     )
-    return [study_id for study_id in behind.values_list("pk", flat=True) if analysis_request(study_id=study_id)]
+    queued = [study_id for study_id in behind.values_list("pk", flat=True) if analysis_request(study_id=study_id)]
+    if queued:
+        logger.warning("statistics behind with no refresh under way (lost or never queued), queued again: %s", queued)
+    return queued
 
 
 @dataclass(frozen=True)

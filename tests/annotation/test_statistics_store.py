@@ -239,7 +239,7 @@ def test_a_refresh_the_database_dropped_is_tried_again(study, monkeypatch):
 
 def test_a_refresh_that_dies_mid_computation_is_queued_again_by_the_worker_sweep(coded_study, monkeypatch):
     """A worker killed during a refresh: the study keeps waiting for it (its figures not current) and, once that is
-    STALE_QUEUE old, the worker's minutely sweep queues it again — no person clicks *Compute now*."""
+    PARALLAX_STATISTICS_STALE_S old, the worker's minutely sweep queues it again — no person clicks *Compute now*."""
     from annotation.analysis import store
     from annotation.tasks import sweep_statistics
 
@@ -258,12 +258,26 @@ def test_a_refresh_that_dies_mid_computation_is_queued_again_by_the_worker_sweep
     assert not stored_analysis(coded_study).current
 
     assert sweep_statistics() == []  # a refresh started a moment ago may still be running: left alone
-    started = timezone.now() - store.STALE_QUEUE - timedelta(seconds=1)
+    started = timezone.now() - store.stale_queue() - timedelta(seconds=1)
     Study.objects.filter(pk=coded_study.pk).update(statistics_queued_at=started)
     assert sweep_statistics() == [coded_study.pk]  # lost: queued again, and (eagerly here) computed
     assert StudyStatistics.objects.get(study=coded_study).version == version
     assert Study.objects.get(pk=coded_study.pk).statistics_queued_at is None
     assert sweep_statistics() == []  # current: nothing to do
+
+
+def test_the_sweep_waits_for_a_refresh_as_long_as_parallax_statistics_stale_s(coded_study, settings):
+    """A deployment sets how long a refresh may take before the sweep counts it lost (docs/deploy.md)."""
+    from annotation.tasks import sweep_statistics
+
+    settings.PARALLAX_STATISTICS_STALE_S = 30
+    Study.objects.filter(pk=coded_study.pk).update(statistics_version=F("statistics_version") + 1)
+    waiting = Study.objects.filter(pk=coded_study.pk)
+    waiting.update(statistics_queued_at=timezone.now() - timedelta(seconds=25))
+    assert sweep_statistics() == []  # 25 s: still under way
+    waiting.update(statistics_queued_at=timezone.now() - timedelta(seconds=35))
+    assert sweep_statistics() == [coded_study.pk]  # 35 s: lost, queued again (and, eagerly here, computed)
+    assert stored_analysis(coded_study).current
 
 
 def test_a_change_during_a_refresh_is_computed_after_it(coded_study, monkeypatch):

@@ -1,15 +1,21 @@
 """What the integration tests share: a Debian Chromium page driven by Playwright (no downloaded browser), logging in
-through it, waiting for a draft to be saved, and waiting for an import batch a real worker runs."""
+through it, waiting for a draft to be saved, real Celery worker processes on Redis and the PostgreSQL test database
+(started, killed, waited for), and waiting for an import batch a real worker runs."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import skip_or_fail
+from tests.factories import ROOT
 
 CHROMIUM = os.environ.get("PARALLAX_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -83,3 +89,92 @@ def wait_done(batch_id: int, timeout: float = 90):
             return batch
         time.sleep(0.3)
     raise AssertionError(f"batch {batch_id} not finished after {timeout}s")
+
+
+def worker_services() -> tuple[str, str]:
+    """The PostgreSQL test database's URL and the Redis broker a real worker process shares with the test; skipped
+    (a failure under PARALLAX_REQUIRE_SERVICES=1) without them."""
+    from django.db import connection
+
+    broker = os.environ.get("CELERY_TEST_BROKER_URL", "")
+    if connection.vendor != "postgresql":
+        skip_or_fail("the worker test needs PostgreSQL (DATABASE_URL=postgres://…) to share the test database")
+    if not broker.startswith("redis://"):
+        skip_or_fail("CELERY_TEST_BROKER_URL=redis://… is not set")
+    db = connection.settings_dict
+    url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    return url, broker
+
+
+def process_env(database: str, broker: str, queue: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process of the deployment under test (a worker, a web process): the test database, the
+    broker and a queue of this test's own (PARALLAX_TASK_QUEUE, so that parallel test processes sharing the Redis
+    never take each other's tasks — those of the worker's beat included)."""
+    return {
+        **os.environ,
+        "DATABASE_URL": database,
+        "CELERY_BROKER_URL": broker,
+        "CELERY_TASK_ALWAYS_EAGER": "0",
+        "PARALLAX_TASK_QUEUE": queue,
+        "DEBUG": "1",
+        **(env or {}),
+    }
+
+
+def start_worker(
+    tmp_path: Path,
+    broker: str,
+    queue: str,
+    name: str = "worker",
+    *,
+    database: str | None = None,
+    beat: bool = False,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen:
+    """`celery worker` (with `-B`, its beat, if asked) as a process group of its own, logging to tmp_path/<name>.log.
+    Stop it with `stop_worker`, kill it with `kill_worker`."""
+    if database is None:
+        database = worker_services()[0]
+    command = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--concurrency=1"]
+    command += ["-Q", queue, "--without-gossip", "--without-mingle", "--loglevel=INFO"]
+    command += ["-n", f"{name}-{os.getpid()}@%h"]
+    if beat:
+        command += ["-B", "-s", str(tmp_path / f"{name}-beat-schedule")]
+    log = (tmp_path / f"{name}.log").open("w")
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=process_env(database, broker, queue, env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: the beat that `-B` forks dies with it
+    )
+
+
+def kill_worker(proc: subprocess.Popen) -> None:
+    """SIGKILL, as the kernel's OOM killer or a lost machine would: no shutdown, no acknowledgement, the worker and
+    its beat at once."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    """A warm shutdown (SIGTERM), killed if it takes longer than 20 s."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        kill_worker(proc)
+
+
+def wait_for_line(log: Path, text: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Until `text` is in the process's log (polled every 10 ms); an AssertionError with the log if the process
+    dies or `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"no {text!r} in {log.name} after {timeout} s\n{log.read_text()[-4000:]}")
+        time.sleep(0.01)

@@ -7,83 +7,35 @@ skipped otherwise, and a failure under PARALLAX_REQUIRE_SERVICES=1.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 
 from config.celery import app as celery_app
-from tests.conftest import skip_or_fail
-from tests.factories import ROOT, simple_run, write_jsonl
-from tests.integration.conftest import wait_done
+from tests.factories import simple_run, write_jsonl
+from tests.integration.conftest import start_worker, stop_worker, wait_done, worker_services
 from trajectories import services, tasks
 from trajectories.models import ImportBatch, Run
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.django_db(transaction=True)]
 
 
-def start_worker(tmp_path, broker: str, queue: str, name: str = "worker") -> subprocess.Popen:
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "CELERY_BROKER_URL": broker,
-        "CELERY_TASK_ALWAYS_EAGER": "0",
-        "DEBUG": "1",
-    }
-    log = (tmp_path / f"{name}.log").open("w")
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool=solo",
-            "--concurrency=1",
-            "-Q",
-            queue,
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel=INFO",
-            "-n",
-            f"{name}-{os.getpid()}@%h",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-
-
 @pytest.fixture
 def worker(tmp_path):
-    broker = os.environ.get("CELERY_TEST_BROKER_URL", "")
-    if connection.vendor != "postgresql":
-        skip_or_fail("the worker test needs PostgreSQL (DATABASE_URL=postgres://…) to share the test database")
-    if not broker.startswith("redis://"):
-        skip_or_fail("CELERY_TEST_BROKER_URL=redis://… is not set")
-    queue = f"parallax-test-{os.getpid()}"
-    proc = start_worker(tmp_path, broker, queue)
+    database, broker = worker_services()
+    queue = f"parallax-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"  # nothing a test leaves queued reaches the next
+    proc = start_worker(tmp_path, broker, queue, database=database)
     saved = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = False
     try:
         yield Worker(proc, broker, queue, tmp_path / "worker.log")
     finally:
         celery_app.conf.task_always_eager = saved
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_worker(proc)
 
 
 class Worker:
@@ -115,49 +67,6 @@ def test_worker_imports_an_uploaded_batch_exactly_once(worker, tmp_path, admin_u
     time.sleep(2)
     assert Run.objects.filter(task__external_id="via-worker").count() == 1
     assert worker.proc.poll() is None  # the worker is still alive
-
-
-def test_killed_worker_leaves_no_partial_run_and_a_retry_imports_once(worker, tmp_path, admin_user):
-    """SIGKILL the worker in the middle of a batch: every stored run is complete; re-running the
-    batch (what a redelivered task does) imports the rest, each run exactly once."""
-    import zipfile
-
-    from tests.factories import ctx, ev, header, t
-    from trajectories.models import Event
-
-    bundle = tmp_path / "many.zip"
-    with zipfile.ZipFile(bundle, "w") as zf:
-        for i in range(40):
-            lines = [header(f"kill-{i:02d}"), ctx("main", start=t(0), end=t(3000))]
-            lines += [ev("main", k, t(k * 0.01)) for k in range(4000)]  # big enough to be mid-run when killed
-            zf.writestr(f"r{i:02d}.jsonl", b"".join(__import__("orjson").dumps(x) + b"\n" for x in lines))
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    batch = services.import_batch_create(upload=SimpleUploadedFile("many.zip", bundle.read_bytes()), user=admin_user)
-    worker.send(batch.pk)
-    deadline = time.monotonic() + 60
-    while ImportBatch.objects.get(pk=batch.pk).processed < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    worker.proc.send_signal(signal.SIGKILL)
-    worker.proc.wait(timeout=10)
-    partial = ImportBatch.objects.get(pk=batch.pk)
-    assert partial.status == "running" and 3 <= partial.processed < 40, "the kill did not land mid-batch"
-    for run in Run.objects.filter(task__external_id__startswith="kill-"):
-        assert Event.objects.filter(run=run).count() == run.n_events == 4000  # no half-written run
-    before = Run.objects.filter(task__external_id__startswith="kill-").count()
-    retry = start_worker(tmp_path, worker.broker, worker.queue, name="retry")
-    try:
-        worker.proc = retry
-        worker.send(batch.pk)
-        done = worker.wait_done(batch.pk)
-    finally:
-        retry.send_signal(signal.SIGTERM)
-        retry.wait(timeout=20)
-    assert (done.status, done.imported + done.duplicates, done.failed) == ("done", 40, 0)
-    assert done.duplicates == before  # the runs stored before the kill were recognised, not re-imported
-    runs = Run.objects.filter(task__external_id__startswith="kill-")
-    assert runs.count() == 40 and runs.values("content_hash").distinct().count() == 40
-    assert Event.objects.filter(run__in=runs).count() == 40 * 4000
 
 
 def test_the_worker_computes_a_studys_statistics_and_stores_them_with_their_version(worker, study, codebook):
