@@ -251,6 +251,8 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
         page = keyset_page(batches, order=["-created_at"], params=request.GET, size=BATCHES_PER_PAGE)
     except CursorError as exc:
         return invalid_parameter(request, str(exc))
+    # A batch left "running" by a dead worker or a killed command says so here too, not only on its own page.
+    page.items = [services.import_batch_mark_stalled(batch=batch) for batch in page.items]
     context = {"form": form, "page": page, "max_bytes": settings.PARALLAX_MAX_UPLOAD_BYTES}
     return render(request, "trajectories/import_upload.html", context)
 

@@ -206,7 +206,7 @@ def test_the_api_says_where_a_batch_came_from_and_counts_runs_read_again(tmp_pat
     assert "0 imported · 1 read again" in admin_client_.get(_detail(again)).content.decode()
 
 
-def test_a_command_import_left_running_by_a_dead_process_says_so(admin_client_, settings):
+def test_a_command_import_left_running_by_a_dead_process_says_so_on_the_list_and_its_page(admin_client_, settings):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -214,6 +214,12 @@ def test_a_command_import_left_running_by_a_dead_process_says_so(admin_client_, 
     settings.PARALLAX_IMPORT_STALL_SECONDS = 600
     batch = ImportBatch.objects.create(origin="command", source_name="corpus/", status="running", total=4,
                                        processed=1, progressed_at=timezone.now() - timedelta(hours=1))  # fmt: skip
+    fresh = ImportBatch.objects.create(origin="command", source_name="other/", status="running", total=4,
+                                       processed=1, progressed_at=timezone.now())  # fmt: skip
+    listed = admin_client_.get(IMPORTS).content.decode()
+    assert '<strong class="status failed">failed</strong>' in listed  # the list says so too
+    assert '<strong class="status running">running</strong>' in listed  # the one still making progress
     page = admin_client_.get(_detail(batch)).content.decode()
     assert "its command was stopped or crashed" in page and "run the command again" in page
     assert ImportBatch.objects.get(pk=batch.pk).status == "failed"
+    assert ImportBatch.objects.get(pk=fresh.pk).status == "running"
