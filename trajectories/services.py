@@ -453,6 +453,7 @@ def import_batch_execute(
             paths=paths, fmt=batch.format, manifest=manifest, batch=batch, on_result=progress, replace=replace
         )
     except (Exception, KeyboardInterrupt) as exc:
+        # Not SystemExit: a Celery worker shutting down raises it, and the task, delivered again, resumes the batch.
         _batch_finish(batch=batch, report=ImportReport(results=reported), processed=counts["processed"], stopped=exc)
         raise
     _batch_finish(batch=batch, report=report, processed=counts["processed"])
@@ -466,8 +467,8 @@ def _batch_finish(
     stored = counts["imported"] + counts["duplicate"] + counts["replaced"]
     if stopped is not None:
         error = (
-            f"the import stopped after {processed} runs: {stopped!r}. Runs listed as imported are stored; "
-            "import again to import the rest (runs already stored are recognised and skipped)."
+            f"the import stopped after {processed} run{'' if processed == 1 else 's'}: {stopped!r}. Runs listed as "
+            "imported are stored; import again to import the rest (runs already stored are recognised and skipped)."
         )
     elif not stored:
         error = f"nothing was imported: {counts['failed']} failed (see below)"

@@ -116,7 +116,7 @@ def test_a_command_stopped_mid_import_is_a_failed_batch_listing_what_was_committ
     batch = ImportBatch.objects.get()
     [run] = Run.objects.all()
     assert (batch.status, batch.imported, batch.processed, batch.total) == ("failed", 1, 1, 3)
-    assert batch.error.startswith("the import stopped after 1 runs: KeyboardInterrupt()")
+    assert batch.error.startswith("the import stopped after 1 run: KeyboardInterrupt()")
     assert [(r["status"], r["run_id"]) for r in batch.report] == [("imported", run.pk)]
     monkeypatch.undo()
     _command(str(tmp_path))  # importing again stores the rest, once
