@@ -223,3 +223,23 @@ def test_a_command_import_left_running_by_a_dead_process_says_so_on_the_list_and
     assert "its command was stopped or crashed" in page and "run the command again" in page
     assert ImportBatch.objects.get(pk=batch.pk).status == "failed"
     assert ImportBatch.objects.get(pk=fresh.pk).status == "running"
+
+
+def test_the_import_page_reads_the_same_queries_for_two_batches_and_a_full_page(admin_client_, admin_user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.factories import new_user
+
+    def queries() -> int:
+        admin_client_.get(IMPORTS)  # warm: session, caches
+        with CaptureQueriesContext(connection) as captured:
+            assert admin_client_.get(IMPORTS).status_code == 200
+        return len(captured)
+
+    ImportBatch.objects.create(origin="upload", created_by=admin_user, source_name="a.zip", status="done")
+    ImportBatch.objects.create(origin="command", source_name="corpus/", status="failed")
+    few = queries()
+    for i in range(30):  # each uploaded by another person
+        ImportBatch.objects.create(origin="upload", created_by=new_user(f"uploader{i}"), source_name=f"{i}.zip")
+    assert queries() == few <= 10
