@@ -18,7 +18,17 @@ class RunAdmin(admin.ModelAdmin):
 
 @admin.register(ImportBatch)
 class ImportBatchAdmin(admin.ModelAdmin):
-    list_display = ["pk", "source_name", "status", "imported", "duplicates", "failed", "created_at"]
+    list_display = [
+        "pk",
+        "source_name",
+        "origin",
+        "created_by",
+        "status",
+        "imported",
+        "duplicates",
+        "failed",
+        "created_at",
+    ]
     readonly_fields = [f.name for f in ImportBatch._meta.fields]
 
 

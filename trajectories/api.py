@@ -117,6 +117,7 @@ class ImportBatchSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "status",
+            "origin",
             "source_name",
             "format",
             "created_at",
@@ -125,6 +126,7 @@ class ImportBatchSerializer(serializers.ModelSerializer):
             "processed",
             "imported",
             "duplicates",
+            "replaced",
             "failed",
             "events",
             "report",

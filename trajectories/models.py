@@ -57,18 +57,26 @@ class ImportBatch(models.Model):
         DONE = "done"
         FAILED = "failed"
 
+    class Origin(models.TextChoices):
+        UPLOAD = "upload"  # the Import page or POST /api/imports/: a file imported by the worker
+        COMMAND = "command"  # manage.py import_trajectories PATH...
+
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.UPLOAD)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     progressed_at = models.DateTimeField(null=True, blank=True, help_text="Last progress written while running.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    source_name = models.CharField(max_length=255, blank=True, default="", help_text="Uploaded file or paths.")
+    source_name = models.CharField(
+        max_length=255, blank=True, default="", help_text="The uploaded file, or the paths given to the command."
+    )
     upload_path = models.CharField(max_length=500, blank=True, default="")
     format = models.CharField(max_length=20, default="auto")
     total = models.PositiveIntegerField(default=0, help_text="Runs found.")
     processed = models.PositiveIntegerField(default=0)
     imported = models.PositiveIntegerField(default=0)
     duplicates = models.PositiveIntegerField(default=0)
+    replaced = models.PositiveIntegerField(default=0, help_text="Stored runs read again in place (--replace).")
     failed = models.PositiveIntegerField(default=0)
     events = models.PositiveBigIntegerField(default=0)
     report = models.JSONField(default=list, blank=True, help_text="One entry per run source and per error.")

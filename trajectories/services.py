@@ -1,7 +1,8 @@
 """Importing trajectories: the one path from files to stored runs.
 
-Every entry point (management command, upload page, API, Celery task) calls `import_paths`
-(or `import_batch_run`, which calls it for an upload). For each file or folder:
+Every entry point (management command, upload page, API, Celery task) calls `import_paths`, through
+`import_batch_execute` — the bookkeeping of an ImportBatch — when it imports as a batch: the command
+(`import_batch_command_create`) and the worker's task for an upload (`import_batch_run`). For each file or folder:
 
   archives.py   unpack .zip / .tar.* bundles, within limits
   formats/      find the runs (detect.discover) and parse each into plain records
@@ -341,16 +342,32 @@ def import_batch_create(*, upload, user, fmt: str = "auto") -> ImportBatch:
     return batch
 
 
+def import_batch_command_create(*, paths: list[Path], user=None, fmt: str = "auto") -> ImportBatch:
+    """The batch of one `import_trajectories` call (its paths as given, by `user` or nobody), listed on the
+    Import page beside the uploads; the command then runs it with `import_batch_execute`."""
+    if fmt not in registry.choices():
+        raise FormatError(f"unknown format {fmt!r}")
+    names = " ".join(str(path) for path in paths)
+    source_name = names if len(names) <= 255 else names[:254] + "…"
+    return ImportBatch.objects.create(
+        origin=ImportBatch.Origin.COMMAND, created_by=user, source_name=source_name, format=fmt
+    )
+
+
 def import_batch_mark_stalled(*, batch: ImportBatch) -> ImportBatch:
     """A batch that says "running" but has written no progress for PARALLAX_IMPORT_STALL_SECONDS was
-    left by a worker that died: it is marked failed, saying so (runs reported as stored are kept)."""
+    left by a worker (or a command) that died: it is marked failed, saying so (runs reported as stored are kept)."""
     limit = settings.PARALLAX_IMPORT_STALL_SECONDS
     last = batch.progressed_at or batch.created_at
     if batch.status != ImportBatch.Status.RUNNING or (timezone.now() - last).total_seconds() < limit:
         return batch
+    if batch.origin == ImportBatch.Origin.COMMAND:
+        who, again = "its command was stopped or crashed", "run the command again"
+    else:
+        who, again = "its worker was stopped or crashed", "upload the file again"
     message = (
         f"the import stopped after {batch.processed} of {batch.total} runs: no progress for {limit // 60} minutes "
-        "(its worker was stopped or crashed). Runs listed as imported are stored; upload the file again to "
+        f"({who}). Runs listed as imported are stored; {again} to "
         "import the rest (runs already stored are recognised and skipped)."
     )
     # What the dead worker stored is listed, as a finished batch lists it: each run it committed (the progress
@@ -368,27 +385,52 @@ def import_batch_mark_stalled(*, batch: ImportBatch) -> ImportBatch:
 
 
 def import_batch_run(*, batch_id: int) -> ImportBatch:
-    """Run (or resume) a batch. Idempotent: runs already stored come back as duplicates."""
+    """Run (or resume) an uploaded batch: what the worker's task does. Idempotent: runs already stored
+    come back as duplicates."""
     batch = ImportBatch.objects.get(pk=batch_id)
     if batch.is_finished:
         return batch
+    path = Path(batch.upload_path)
+    if not path.exists():
+        ImportBatch.objects.filter(pk=batch.pk).update(
+            status=ImportBatch.Status.FAILED, finished_at=timezone.now(), error=f"uploaded file is missing: {path.name}"
+        )
+        batch.refresh_from_db()
+        return batch
+    import_batch_execute(batch=batch, paths=[path])
+    shutil.rmtree(path.parent, ignore_errors=True)
+    batch.refresh_from_db()
+    return batch
+
+
+def import_batch_execute(
+    *, batch: ImportBatch, paths: list[Path], manifest: Path | None = None, replace: bool = False
+) -> ImportReport:
+    """Import `paths` as `batch`, keeping its books: what an upload's worker task and `import_trajectories`
+    both run. The batch says running, then its progress as runs are committed (at most every PROGRESS_SECONDS),
+    then done — or failed when nothing was stored — with its totals, the report of every run and when it
+    finished; the activity log says what it did. If the import itself stops (a bug, the database gone, Ctrl-C),
+    the batch says failed with the error and lists the runs committed until then, and the error goes on."""
     ImportBatch.objects.filter(pk=batch.pk).update(
         status=ImportBatch.Status.RUNNING,
         progressed_at=timezone.now(),
         processed=0,
         imported=0,
         duplicates=0,
+        replaced=0,
         failed=0,
         events=0,
         report=[],
     )
     counts: Counter[str] = Counter()
+    reported: list[RunResult] = []
     last_update = -PROGRESS_SECONDS
 
     def progress(result: RunResult, index: int, total: int) -> None:
         # Counted as results arrive; written at most every PROGRESS_SECONDS (and for the last),
         # not once per run (docs/performance.md).
         nonlocal last_update
+        reported.append(result)
         counts["processed"] += 1
         counts[result.status] += 1
         counts["events"] += result.events
@@ -401,41 +443,60 @@ def import_batch_run(*, batch_id: int) -> ImportBatch:
             processed=index,
             imported=counts["imported"],
             duplicates=counts["duplicate"],
+            replaced=counts["replaced"],
             failed=counts["failed"],
             events=counts["events"],
         )
 
-    path = Path(batch.upload_path)
-    if not path.exists():
-        ImportBatch.objects.filter(pk=batch.pk).update(
-            status=ImportBatch.Status.FAILED, finished_at=timezone.now(), error=f"uploaded file is missing: {path.name}"
+    try:
+        report = import_paths(
+            paths=paths, fmt=batch.format, manifest=manifest, batch=batch, on_result=progress, replace=replace
         )
-        batch.refresh_from_db()
-        return batch
-    report = import_paths(paths=[path], fmt=batch.format, batch=batch, on_result=progress)
-    stored = report.count("imported") + report.count("duplicate")
+    except (Exception, KeyboardInterrupt) as exc:
+        # Not SystemExit: a Celery worker shutting down raises it, and the task, delivered again, resumes the batch.
+        _batch_finish(batch=batch, report=ImportReport(results=reported), processed=counts["processed"], stopped=exc)
+        raise
+    _batch_finish(batch=batch, report=report, processed=counts["processed"])
+    return report
+
+
+def _batch_finish(
+    *, batch: ImportBatch, report: ImportReport, processed: int, stopped: BaseException | None = None
+) -> None:
+    counts = {status: report.count(status) for status in ("imported", "duplicate", "replaced", "failed")}
+    stored = counts["imported"] + counts["duplicate"] + counts["replaced"]
+    if stopped is not None:
+        error = (
+            f"the import stopped after {processed} run{'' if processed == 1 else 's'}: {stopped!r}. Runs listed as "
+            "imported are stored; import again to import the rest (runs already stored are recognised and skipped)."
+        )
+    elif not stored:
+        error = f"nothing was imported: {counts['failed']} failed (see below)"
+    else:
+        error = ""
+    again = f"{counts['replaced']} read again, " if counts["replaced"] else ""
+    command = batch.origin == ImportBatch.Origin.COMMAND
     record(
-        "import.batch",
-        f"{batch.source_name}: {report.count('imported')} imported, {report.count('duplicate')} already present, "
-        f"{report.count('failed')} failed",
+        "import.command" if command else "import.batch",
+        f"{'import_trajectories ' if command else ''}{batch.source_name}: {counts['imported']} imported, {again}"
+        f"{counts['duplicate']} already present, {counts['failed']} failed{' (stopped)' if stopped else ''}",
         actor=batch.created_by,
         batch_id=batch.pk,
         runs=[r.run_id for r in report.results if r.status == "imported"],
+        replaced=[r.run_id for r in report.results if r.status == "replaced"],
     )
     ImportBatch.objects.filter(pk=batch.pk).update(
-        status=ImportBatch.Status.DONE if stored else ImportBatch.Status.FAILED,
-        error="" if stored else f"nothing was imported: {report.count('failed')} failed (see below)",
+        status=ImportBatch.Status.FAILED if error else ImportBatch.Status.DONE,
+        error=error,
         finished_at=timezone.now(),
-        processed=counts["processed"],
-        imported=report.count("imported"),
-        duplicates=report.count("duplicate"),
-        failed=report.count("failed"),
+        processed=processed,
+        imported=counts["imported"],
+        duplicates=counts["duplicate"],
+        replaced=counts["replaced"],
+        failed=counts["failed"],
         events=report.events,
         report=[r.as_dict() for r in report.results],
     )
-    shutil.rmtree(path.parent, ignore_errors=True)
-    batch.refresh_from_db()
-    return batch
 
 
 # -- failure signatures (trajectories/signatures.py, docs/signatures.md) ----------------------

@@ -224,6 +224,9 @@ def tests_csv(request: HtmxHttpRequest) -> StreamingHttpResponse:
     return response
 
 
+BATCHES_PER_PAGE = 20
+
+
 @require_http_methods(["GET", "POST"])
 def import_upload(request: HtmxHttpRequest) -> HttpResponse:
     if not is_admin(request.user):
@@ -242,8 +245,15 @@ def import_upload(request: HtmxHttpRequest) -> HttpResponse:
             if request.htmx:
                 return HttpResponseClientRedirect(batch_url(batch))
             return redirect("trajectories:import_detail", batch_id=batch.pk)
-    batches = ImportBatch.objects.select_related("created_by")[:20]
-    context = {"form": form, "batches": batches, "max_bytes": settings.PARALLAX_MAX_UPLOAD_BYTES}
+    # Every batch, uploaded or run from the command line, newest first, a page at a time.
+    batches = ImportBatch.objects.select_related("created_by")
+    try:
+        page = keyset_page(batches, order=["-created_at"], params=request.GET, size=BATCHES_PER_PAGE)
+    except CursorError as exc:
+        return invalid_parameter(request, str(exc))
+    # A batch left "running" by a dead worker or a killed command says so here too, not only on its own page.
+    page.items = [services.import_batch_mark_stalled(batch=batch) for batch in page.items]
+    context = {"form": form, "page": page, "max_bytes": settings.PARALLAX_MAX_UPLOAD_BYTES}
     return render(request, "trajectories/import_upload.html", context)
 
 
@@ -255,6 +265,8 @@ def batch_url(batch: ImportBatch) -> str:
 def import_detail(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
     if not is_admin(request.user):
         raise PermissionDenied("Only admins can see import batches.")
-    batch = services.import_batch_mark_stalled(batch=get_object_or_404(ImportBatch, pk=batch_id))
+    batch = services.import_batch_mark_stalled(
+        batch=get_object_or_404(ImportBatch.objects.select_related("created_by"), pk=batch_id)
+    )
     template = "trajectories/import_detail.html#progress" if request.htmx else "trajectories/import_detail.html"
     return render(request, template, {"batch": batch})

@@ -388,10 +388,14 @@ def _read_position(pid: int, path: Path) -> int:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_import_killed_mid_run_leaves_nothing_and_the_retry_imports_it_once(tmp_path):
-    """A real SIGKILL of `manage.py import_trajectories` half-way through a 100,000-event run
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
+def test_an_import_killed_mid_run_leaves_nothing_and_the_retry_imports_it_once(tmp_path, stop):
+    """A real SIGKILL (or Ctrl-C) of `manage.py import_trajectories` half-way through a 100,000-event run
     (tens of writes of its events): no run, context or event is left, and importing again
-    stores it once, complete."""
+    stores it once, complete. The command's batch on the Import page says failed at once after a Ctrl-C;
+    a killed one stays running until the stall check (PARALLAX_IMPORT_STALL_SECONDS) says what happened."""
+    from trajectories.models import ImportBatch
+
     lines = [header(task="killed"), ctx("main", start=t(0), end=t(3000))]
     for i in range(20):
         lines.append(ctx(f"sub-{i}", "main", start=t(1 + i)))
@@ -399,7 +403,11 @@ def test_an_import_killed_mid_run_leaves_nothing_and_the_retry_imports_it_once(t
     path = write_jsonl(tmp_path / "killed.jsonl", lines).resolve()
     env = {**os.environ, "DATABASE_URL": _database_url(), "DEBUG": "1"}
     importer = subprocess.Popen(
-        [sys.executable, "manage.py", "import_trajectories", str(path)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
+        [sys.executable, "manage.py", "import_trajectories", str(path)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60
@@ -407,7 +415,7 @@ def test_an_import_killed_mid_run_leaves_nothing_and_the_retry_imports_it_once(t
         while importer.poll() is None and time.monotonic() < deadline and _read_position(importer.pid, path) < half:
             time.sleep(0.01)
         assert importer.poll() is None, "the import finished before it could be killed"
-        importer.send_signal(signal.SIGKILL)
+        importer.send_signal(stop)
     finally:
         importer.wait(timeout=30)
     assert (Run.objects.count(), AgentContext.objects.count(), Event.objects.count(), Task.objects.count()) == (
@@ -416,6 +424,12 @@ def test_an_import_killed_mid_run_leaves_nothing_and_the_retry_imports_it_once(t
         0,
         0,
     )
+    batch = ImportBatch.objects.get()
+    if stop == signal.SIGINT:
+        assert (batch.origin, batch.status, batch.imported, batch.total) == ("command", "failed", 0, 1)
+        assert batch.error.startswith("the import stopped after 0 runs: KeyboardInterrupt()")
+    else:
+        assert (batch.origin, batch.status) == ("command", "running")
     report = import_paths(paths=[path])
     assert report.count("imported") == 1, report.results[0].message
     assert Event.objects.count() == Run.objects.get().n_events == 100_000

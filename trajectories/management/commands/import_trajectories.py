@@ -2,23 +2,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from activity.services import record
 from trajectories.formats import registry
-from trajectories.services import import_paths
+from trajectories.services import import_batch_command_create, import_batch_execute
 
 
 class Command(BaseCommand):
     help = (
         f"Import trajectories ({registry.described()}), the study's corpus tree, or .zip/.tar.gz bundles of any "
-        "of these. Each run imports in one transaction."
+        "of these. Each run imports in one transaction. The import is listed on the Import page as a batch from the "
+        "command line, with its report."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path)
         parser.add_argument("--format", default="auto", choices=registry.choices())
         parser.add_argument("--manifest", type=Path, help="CSV/JSON sidecar with task, mode and outcomes.")
+        parser.add_argument(
+            "--user", help="Username the import is recorded as made by (on the Import page and in the activity log)."
+        )
         parser.add_argument("--quiet-ok", action="store_true", help="Only print failures and the summary.")
         parser.add_argument(
             "--replace",
@@ -34,16 +38,14 @@ class Command(BaseCommand):
         for path in options["paths"]:
             if not path.exists():
                 raise CommandError(f"no such file or folder: {path}")
-        report = import_paths(
-            paths=options["paths"], fmt=options["format"], manifest=manifest, replace=options["replace"]
-        )
-        record(
-            "import.command",
-            f"import_trajectories {' '.join(str(p) for p in options['paths'])}: {report.count('imported')} imported, "
-            f"{report.count('replaced')} read again, {report.count('duplicate')} already present, "
-            f"{report.count('failed')} failed",
-            runs=[r.run_id for r in report.results if r.status == "imported"],
-            replaced=[r.run_id for r in report.results if r.status == "replaced"],
+        user = None
+        if options["user"]:
+            user = get_user_model().objects.filter(username=options["user"]).first()
+            if user is None:
+                raise CommandError(f"--user: no user named {options['user']!r}")
+        batch = import_batch_command_create(paths=options["paths"], user=user, fmt=options["format"])
+        report = import_batch_execute(
+            batch=batch, paths=options["paths"], manifest=manifest, replace=options["replace"]
         )
         for result in report.results:
             if result.status == "failed":
