@@ -177,15 +177,8 @@
   });
   form.addEventListener("focusout", () => { typingSnapshotTaken = false; });
 
-  // A short note on what a key did ("Undone.", "Not submitted."), gone after a few seconds.
-  const feedback = document.getElementById("key-feedback");
-  let feedbackTimer = null;
-  function say(text) {
-    feedback.textContent = text;
-    feedback.hidden = false;
-    clearTimeout(feedbackTimer);
-    feedbackTimer = setTimeout(() => { feedback.hidden = true; }, 3000);
-  }
+  // What a key did, in the status line (keys.js, shared with the adjudication and discussion pages).
+  function say(text) { window.Parallax.say(text); }
 
   // -- wiring the picker -----------------------------------------------------------------------
   boxes().forEach((box) => {
