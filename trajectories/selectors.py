@@ -493,9 +493,9 @@ def mark_span(events: list[Event], mark: str) -> str:
     with a mark that names no such characters ("" when it is shown, or when there is none)."""
     if not mark:
         return ""
-    agent, _, numbers = mark.partition(":")
+    agent, *numbers = mark.rsplit(":", 3)  # an agent's id may hold a colon; the three numbers cannot
     try:
-        seq, start, end = (int(n) for n in numbers.split(":"))
+        seq, start, end = (int(n) for n in numbers)
     except ValueError:
         return f"the cited span {mark!r} is not <agent>:<seq>:<start>:<end>"
     for event in events:

@@ -596,9 +596,31 @@
     };
   }
 
-  // The cited spans of this page, highlighted where they are in the log (CSS Custom Highlight API).
-  const citedHighlight = window.Highlight && CSS.highlights ? new Highlight() : null;
-  if (citedHighlight) CSS.highlights.set("cited-span", citedHighlight);
+  // The coding's cited spans, highlighted where they are in the log once their events are loaded (CSS Custom
+  // Highlight API: the event's text is not changed, so offsets stay the event's).
+  // (Looked up on each call, not kept in a constant: an episode added while the page starts lists its spans.)
+  function highlightSpans() {
+    if (!window.Highlight || !window.CSS || !CSS.highlights) return;
+    if (!CSS.highlights.has("cited-span")) CSS.highlights.set("cited-span", new Highlight());
+    const citedHighlight = CSS.highlights.get("cited-span");
+    citedHighlight.clear();
+    form.querySelectorAll('.label-card:not([hidden]) [data-role="spans"]').forEach((holder) => {
+      readSpans(holder).forEach((span) => {
+        const side = span.field === "contrast" ? "sequential" : "concurrent";
+        const item = Array.from(document.querySelectorAll(`#pair section.side.${side} li.event[data-seq="${Number(span.seq)}"]`))
+          .find((li) => li.dataset.agent === span.agent);
+        const node = item && item.querySelector("pre.event-text")?.firstChild;
+        if (!node || node.nodeType !== Node.TEXT_NODE) return;
+        const chars = Array.from(node.data);  // code points → the text node's UTF-16 offsets
+        if (span.end > chars.length) return;
+        const range = document.createRange();
+        range.setStart(node, chars.slice(0, span.start).join("").length);
+        range.setEnd(node, chars.slice(0, span.end).join("").length);
+        citedHighlight.add(range);
+      });
+    });
+  }
+  document.addEventListener("htmx:afterSwap", highlightSpans);
 
   function citeSelection() {
     const selected = selectedSpan();
@@ -621,7 +643,7 @@
     field.value = lines.join("\n");
     renderSpans(activeInstance);
     field.dispatchEvent(new Event("change", { bubbles: true }));
-    if (citedHighlight) citedHighlight.add(selected.range);
+    highlightSpans();
     window.getSelection().removeAllRanges();
     const shown = span.quote.length > 60 ? `${span.quote.slice(0, 60)}…` : span.quote;
     say(`Cited “${shown}” (characters ${span.start}–${span.end} of event #${span.seq}) as ${span.field}.`);
@@ -689,6 +711,7 @@
       list.append(li);
     });
     box.hidden = !list.children.length;
+    highlightSpans();
   }
   form.querySelectorAll(".instance").forEach(renderSpans);
   form.addEventListener("click", (event) => {

@@ -196,3 +196,36 @@ def test_opening_a_cited_span_highlights_its_characters(study, codebook):
     )
     assert "Not highlighted: the cited span 40–90 is outside event 0" in outside.content.decode()
     assert "<mark" not in outside.content.decode()
+
+
+def submit_with(assignment, code, spans):
+    event_anchor = spans[0]["anchor"] if spans else ""
+    data = coding_form(code, 1, evidence=event_anchor, **{f"spans-{code.pk}": json.dumps(spans)})
+    response = client_for(assignment.annotator).post(f"/annotate/{assignment.pk}/submit/", data, **HTMX)
+    assert response.status_code == 200, response.content.decode()
+
+
+def test_agreeing_codings_give_the_final_label_both_coders_spans(study, codebook):
+    from annotation.models import FinalCoding
+
+    a, b = both(study)
+    event = main_message(a.run)
+    code = mode_code(codebook, "lossy-handoff")
+    mine, theirs = span(a.run, event, "café"), span(a.run, event, "logs")
+    submit_with(a, code, [mine])
+    submit_with(b, code, [theirs])
+    final = FinalCoding.objects.get(study=study, run=a.run)
+    assert final.labels.get().spans == [mine, theirs]
+
+
+def test_the_discussion_shows_each_codings_spans_with_a_link_that_highlights_them(study, codebook):
+    a, b = both(study)
+    event = main_message(a.run)
+    submit_with(a, mode_code(codebook, "lossy-handoff"), [span(a.run, event, "café")])
+    submit_with(b, mode_code(codebook, "stale-handoff"), [])
+    from annotation.models import Discussion
+
+    discussion = Discussion.objects.get(study=study, run=a.run)
+    page = client_for(a.annotator).get(f"/annotate/discussions/{discussion.pk}/").content.decode()
+    assert "<q>café</q>" in page
+    assert f"&amp;mark=main:{event.seq}:16:20" in page

@@ -121,6 +121,19 @@ def test_a_selection_inside_an_event_is_cited_with_its_characters(page, live_ser
     assert (spans[1]["start"], spans[1]["end"], spans[1]["quote"]) == (8, 15, "naïve 🙂")
     wait_until_saved(page)
 
+    # opened again, the coding highlights its spans in the log once their event is loaded
+    page.reload()
+    page.wait_for_selector("section.side.concurrent ol.contexts > li[id^=agent-]")
+    page.keyboard.press("j")
+    page.keyboard.press("o")
+    expect(page.locator("section.side.concurrent li.event.log-cursor")).to_have_count(1)
+    highlighted = "() => Array.from(CSS.highlights.get('cited-span') || []).map((r) => r.toString()).sort()"
+    for _ in range(50):
+        if page.evaluate(highlighted) == ["café", "naïve 🙂"]:
+            break
+        page.wait_for_timeout(100)
+    assert page.evaluate(highlighted) == ["café", "naïve 🙂"]
+
     # opened, the evidence shows the cited characters highlighted
     link = episode.locator("[data-role=span-list] li").first.locator("a")
     page.goto(live_server.url + link.get_attribute("href"))
