@@ -155,3 +155,27 @@ def test_a_selection_outside_an_events_text_offers_no_cite(page, live_server, st
     expect(page.locator("#cite-selection")).to_be_hidden()
     page.keyboard.press("c")  # no selection in an event, no event under the cursor: it says so
     expect(page.locator("#key-feedback")).to_contain_text("Move to an event first")
+
+
+def test_offsets_count_the_events_own_characters_even_its_carriage_returns(page, live_server, study, trio):
+    """A log written on Windows keeps "\\r\\n" in its texts: the page's text must keep them too, or every offset after
+    the first line would be off by one and the server would refuse the quote."""
+    from annotation.models import Assignment
+
+    first = Assignment.objects.filter(study=study, annotator=trio[0]).order_by("position").first()
+    text = "C:\\work> pytest\r\n1 failed\r\nFAILED test_api.py::test_merge"
+    Event.objects.filter(run=first.run, context__external_id="main", seq=0).update(text=text)
+    login(page, live_server, "coder1", "pw-coder1")
+    assignment_id = open_first_event(page, live_server)
+    page.keyboard.press("2")
+    page.keyboard.type("The merge test failed.")
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    page.keyboard.press("o")
+    pre = page.locator("section.side.concurrent li.event.log-cursor pre.event-text")
+    assert pre.evaluate("(pre) => pre.textContent") == text
+    select_with_the_mouse(page, pre, "test_merge")
+    page.keyboard.press("c")
+    spans = spans_saved(assignment_id, 1, page)
+    start = text.index("test_merge")
+    assert (spans[0]["start"], spans[0]["end"], spans[0]["quote"]) == (start, start + 10, "test_merge")
