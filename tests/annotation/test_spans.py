@@ -229,3 +229,31 @@ def test_the_discussion_shows_each_codings_spans_with_a_link_that_highlights_the
     page = client_for(a.annotator).get(f"/annotate/discussions/{discussion.pk}/").content.decode()
     assert "<q>café</q>" in page
     assert f"&amp;mark=main:{event.seq}:16:20" in page
+
+
+def test_the_bundle_carries_the_spans_of_the_codings_and_the_final_labels(study, codebook, tmp_path):
+    import zipfile
+
+    from django.core.management import call_command
+
+    a, b = both(study)
+    event = main_message(a.run)
+    code = mode_code(codebook, "lossy-handoff")
+    mine, theirs = span(a.run, event, "café"), span(a.run, event, "logs")
+    submit_with(a, code, [mine])
+    submit_with(b, code, [theirs])
+    bundle = tmp_path / "bundle.zip"
+    call_command("export_study", str(study.pk), "--out", str(bundle), stdout=io.StringIO())
+    with zipfile.ZipFile(bundle) as z:
+        tables = {
+            name: list(csv.DictReader(io.StringIO(z.read(f"{name}.csv").decode())))
+            for name in ("independent_codings", "current_codings", "final_labels")
+        }
+    run = str(a.run_id)
+    independent = {r["annotator"]: r["spans"] for r in tables["independent_codings"] if r["run_id"] == run}
+    assert {who: json.loads(v) for who, v in independent.items()} == {
+        a.annotator.username: [mine],
+        b.annotator.username: [theirs],
+    }
+    assert [json.loads(r["spans"]) for r in tables["final_labels"] if r["run_id"] == run] == [[mine, theirs]]
+    assert all(r["spans"] == "" for r in tables["final_labels"] if r["run_id"] != run)
