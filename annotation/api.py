@@ -35,8 +35,21 @@ class AssignmentSerializer(serializers.ModelSerializer):
         return annotation.status if annotation else "not started"
 
 
+class SpanSerializer(serializers.Serializer):
+    """A cited span of an event's text (docs/annotation.md, "Citing a span"); checked at save."""
+
+    field = serializers.ChoiceField(choices=["evidence", "contrast"])
+    anchor = serializers.CharField(help_text="the event's anchor (file:line)")
+    agent = serializers.CharField(help_text="the event's agent (its id in the log)")
+    seq = serializers.IntegerField(min_value=0, max_value=2**31 - 1, help_text="the event's number in its agent")
+    start = serializers.IntegerField(min_value=0, max_value=2**31 - 1, help_text="first character (code points)")
+    end = serializers.IntegerField(min_value=1, max_value=2**31 - 1, help_text="after the last character")
+    quote = serializers.CharField(trim_whitespace=False, help_text="exactly the characters start..end")
+
+
 class LabelSerializer(serializers.ModelSerializer):
     code = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    spans = SpanSerializer(many=True, read_only=True)
     nearest_rejected = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
 
     class Meta:
@@ -72,6 +85,7 @@ class LabelInputSerializer(serializers.Serializer):
     realized_consequence = serializers.CharField(allow_blank=True, default="")
     evidence = serializers.ListField(child=serializers.CharField(), default=list)
     contrast = serializers.ListField(child=serializers.CharField(), default=list)
+    spans = SpanSerializer(many=True, default=list)
     nearest_rejected = serializers.CharField(allow_blank=True, allow_null=True, default=None)
     rejection_reason = serializers.CharField(allow_blank=True, default="")
     episode_id = serializers.CharField(allow_blank=True, default="", max_length=200)
@@ -151,6 +165,7 @@ class AnnotationAPI(APIView):
                 realized_consequence=label["realized_consequence"],
                 evidence=label["evidence"],
                 contrast=label["contrast"],
+                spans=[dict(span) for span in label["spans"]],
                 nearest_rejected_id=codes.get(label["nearest_rejected"] or ""),
                 rejection_reason=label["rejection_reason"],
                 episode_id=label["episode_id"],

@@ -12,6 +12,7 @@ FIELD_NAMES = {
     "realized_consequence": "realized consequence",
     "evidence": "evidence",
     "contrast": "contrast",
+    "spans": "cited spans",
     "nearest_rejected": "nearest rejected",
     "rejection_reason": "why rejected",
     "episode_id": "episode id",
@@ -28,11 +29,16 @@ def _episodes(snapshot: Mapping | None) -> dict[str, dict[int, dict]]:
     return modes
 
 
+def _item(value) -> str:
+    """An anchor, or a cited span as its quote and anchor."""
+    return f"“{value.get('quote', '')}” ({value.get('anchor', '')})" if isinstance(value, dict) else str(value)
+
+
 def _text(name: str, value, names: Mapping[str, str]) -> str:
     if name == "nearest_rejected":
         return names.get(value, value) if value else ""
     if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
+        return ", ".join(_item(v) for v in value)
     return (value or "").strip() if isinstance(value, str) else str(value or "")
 
 

@@ -5,6 +5,7 @@ The adjudication form names its fields the same way, one set per ruled mode (`ra
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, fields
 
 from django import forms
@@ -41,6 +42,19 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.replace(",\n", "\n").splitlines() if line.strip()]
 
 
+def _spans(text: str, field: str) -> list:
+    """The cited spans of one episode: a JSON list (services/spans.py checks each at save)."""
+    if not text.strip():
+        return []
+    try:
+        spans = json.loads(text)
+    except ValueError as exc:
+        raise AnnotationError(f"{field}: not JSON ({exc})", {field: "not JSON"}) from exc
+    if not isinstance(spans, list):
+        raise AnnotationError(f"{field}: expected a list of spans", {field: "not a list"})
+    return spans
+
+
 def _instance(data: QueryDict, code_id: int, k: int) -> LabelInput:
     def value(name: str) -> str:
         return data.get(field_key(name, code_id, k), "")
@@ -52,6 +66,7 @@ def _instance(data: QueryDict, code_id: int, k: int) -> LabelInput:
         realized_consequence=value("consequence"),
         evidence=_lines(value("evidence")),
         contrast=_lines(value("contrast")),
+        spans=_spans(value("spans"), field_key("spans", code_id, k)),
         nearest_rejected_id=_int(rejected, field_key("rejected", code_id, k)) if rejected else None,
         rejection_reason=value("rejection"),
         episode_id=value("episode"),

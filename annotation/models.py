@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -285,6 +287,7 @@ LABEL_FIELDS = (
     "realized_consequence",
     "evidence",
     "contrast",
+    "spans",
     "nearest_rejected",
     "rejection_reason",
     "episode_id",
@@ -302,6 +305,10 @@ class LabelFields(models.Model):
     realized_consequence = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     evidence = models.JSONField(default=list, blank=True, help_text="Anchors in the concurrent run (file:line).")
     contrast = models.JSONField(default=list, blank=True, help_text="Anchors in the sequential twin (file:line).")
+    # A span of an event's text cited as evidence or contrast, as Label Studio's span highlighting keeps it:
+    # {"field": "evidence"|"contrast", "anchor", "agent", "seq", "start", "end", "quote"}; start/end count the
+    # characters (code points) of the event's text, quote is text[start:end]. Its anchor is also in the field.
+    spans = models.JSONField(default=list, blank=True, help_text="Cited spans of events' texts (docs/annotation.md).")
     nearest_rejected = models.ForeignKey(Code, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     rejection_reason = models.TextField(max_length=LONG_TEXT, blank=True, default="")
     episode_id = models.CharField(max_length=200, blank=True, default="", help_text="The study's episode id.")
@@ -314,6 +321,11 @@ class LabelFields(models.Model):
 
     class Meta:
         abstract = True
+
+    @property
+    def spans_json(self) -> str:
+        """The cited spans as the coding form carries them (a hidden field)."""
+        return json.dumps(self.spans, ensure_ascii=False) if self.spans else ""
 
     def content(self) -> dict:
         """The LABEL_FIELDS values, nearest_rejected by key (select_related it)."""

@@ -308,6 +308,7 @@ def _label(code: Code, instance: int, who: str, run_id: int, lines: int = 40) ->
         "realized_consequence": " ".join(rng.choice(WORDS) for _ in range(20)),
         "evidence": [anchor_text(Run.Mode.CONCURRENT, LOG, rng.randrange(1, lines)) for _ in range(rng.choice((2, 3)))],
         "contrast": [anchor_text(Run.Mode.SEQUENTIAL, LOG, rng.randrange(1, lines))],
+        "spans": [],
         "nearest_rejected": None,
         "rejection_reason": "",
         "episode_id": "",

@@ -33,7 +33,8 @@ BUDGETS: dict[tuple[str, str], int] = {
     ("annotator", "annotate"): 20,  # a run under discussion: +1, was the coding revised since?
     ("annotator", "annotate, hints shown"): 25,  # +3: the hits, their events' anchors, the modes' names
     ("annotator", "discussions"): 10,
-    ("annotator", "discussion"): 20,  # +1: the hints rule (the panel says to show them on the coding page)
+    # +1: the hints rule (the panel says to show them on the coding page); +4: the pair (twin, files, test lists)
+    ("annotator", "discussion"): 20,
     ("annotator", "runs"): 15,
     ("annotator", "pair"): 15,  # the hints rule; the hits are not read (not shown on the coding page yet); tests
     ("annotator", "pair, hints shown"): 15,  # the hints rule, both runs' hits in one query; tests

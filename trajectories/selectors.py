@@ -487,6 +487,26 @@ def resolve_anchor(*, run: Run, text: str, default_mode: str) -> ResolvedAnchor:
     return PairAnchors(run).resolve(text, default_mode=default_mode)
 
 
+def mark_span(events: list[Event], mark: str) -> str:
+    """Highlight a cited span (`mark=<agent>:<seq>:<start>:<end>`, characters of the event's text) on the
+    event it names among `events`: that event gets `marked` = (before, span, after). Returns what is wrong
+    with a mark that names no such characters ("" when it is shown, or when there is none)."""
+    if not mark:
+        return ""
+    agent, *numbers = mark.rsplit(":", 3)  # an agent's id may hold a colon; the three numbers cannot
+    try:
+        seq, start, end = (int(n) for n in numbers)
+    except ValueError:
+        return f"the cited span {mark!r} is not <agent>:<seq>:<start>:<end>"
+    for event in events:
+        if event.context.external_id == agent and event.seq == seq:
+            if not 0 <= start < end <= len(event.text):
+                return f"the cited span {start}–{end} is outside event {seq}'s text ({len(event.text)} characters)"
+            event.marked = (event.text[:start], event.text[start:end], event.text[end:])
+            return ""
+    return f"event {seq} of agent {agent!r} was not read from these lines"
+
+
 def events_at_line(*, file: RunFile, start: int, end: int) -> list[Event]:
     """The events read from lines start..end of one of a run's logs."""
     contexts = AgentContext.objects.filter(run_id=file.run_id, source_file=file.path)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -178,6 +180,7 @@ def run_file(request: HtmxHttpRequest, run_id: int, file_id: int) -> HttpRespons
     context = {"run": run, "file": file, "start": start, "end": end}
     if file.kind == RunFile.Kind.LOG:
         context["events"] = selectors.events_at_line(file=file, start=start, end=end) if start else []
+        context["mark_missing"] = selectors.mark_span(context["events"], request.GET.get("mark", ""))
         context["raw_lines"] = selectors.log_lines(file=file, start=start, end=end)
         context["cited_json"] = selectors.cited_json(context["raw_lines"])
         context["kept_lines"] = file.content.count("\n") + (bool(file.content) and not file.content.endswith("\n"))
@@ -201,7 +204,11 @@ def pair_anchor(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         return render(request, "trajectories/anchor_missing.html", {"run": run, "error": str(exc)}, status=404)
     if not visible_runs(request.user, Run.objects.filter(pk=resolved.run.pk)).exists():
         raise PermissionDenied("That run is not visible to you.")
-    return redirect(resolved.url)
+    url = resolved.url
+    if request.GET.get("mark"):  # a cited span: the file page highlights its characters
+        path, _, fragment = url.partition("#")
+        url = f"{path}&{urlencode({'mark': request.GET['mark']})}#{fragment}"
+    return redirect(url)
 
 
 @require_GET

@@ -393,6 +393,8 @@ def write_bundle(study: Study, out: BinaryIO, *, progress: Callable[[int, int], 
 
 
 def _text(value) -> str:
+    if isinstance(value, list) and value and isinstance(value[0], dict):  # cited spans: JSON
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
         return "; ".join(str(v) for v in value)
     return "" if value is None else str(value)

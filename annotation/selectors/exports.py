@@ -202,6 +202,11 @@ class _CodePaths:
         return self.codes[pk]
 
 
+def _spans_text(spans: list) -> str:
+    """Cited spans in one cell: JSON (they hold quotes, with any character), empty when there are none."""
+    return json.dumps(spans, ensure_ascii=False) if spans else ""
+
+
 def _label_row(study: Study, values: tuple, codes: _CodePaths) -> dict:
     coding = len(_CODING_VALUES)
     row = {"study": study.name, **{name: value for (name, _), value in zip(_CODING_VALUES, values, strict=False)}}
@@ -217,6 +222,7 @@ def _label_row(study: Study, values: tuple, codes: _CodePaths) -> dict:
             path=path,
             evidence="; ".join(content["evidence"]),
             contrast="; ".join(content["contrast"]),
+            spans=_spans_text(content["spans"]),
             nearest_rejected=codes[rejected_id].key if rejected_id else "",
         )
     return row
@@ -264,6 +270,7 @@ def _final_batch(study: Study, runs: list[int]) -> Iterator[dict]:
                 "count_agreed": fl.count_agreed,
                 "evidence": "; ".join(content["evidence"]),
                 "contrast": "; ".join(content["contrast"]),
+                "spans": _spans_text(content["spans"]),
                 "nearest_rejected": content["nearest_rejected"] or "",
             }
 

@@ -17,6 +17,7 @@ from ..errors import AnnotationError, ConflictError, LockedError, checked_text
 from ..models import MAX_INSTANCES, Annotation, AuditEntry, Discussion, Label, Study
 from .anchors import ANCHOR_MAX, anchor_problems, clean_anchors, field_key, numbered
 from .review import discussion_require_open, run_reconcile
+from .spans import clean_spans, span_problems
 
 
 @dataclass
@@ -29,6 +30,7 @@ class LabelInput:
     realized_consequence: str = ""
     evidence: list[str] = field(default_factory=list)
     contrast: list[str] = field(default_factory=list)
+    spans: list = field(default_factory=list)  # cited spans of events' texts (services/spans.py), checked at save
     nearest_rejected_id: int | None = None
     rejection_reason: str = ""
     episode_id: str = ""
@@ -134,6 +136,8 @@ def _validate_labels(annotation: Annotation, no_failure: bool, labels: list[Labe
             errors[field_key("code", label.code_id)] = f"more than {MAX_INSTANCES} episodes of one mode"
     if no_failure and labels:
         errors["no_failure"] = "'no failure mode' excludes picking modes"
+    if not errors and any(label.spans for label in labels):
+        errors.update(span_problems(run=annotation.assignment.run, labels=labels))
     if errors:
         raise AnnotationError("; ".join(f"{k}: {v}" for k, v in errors.items()), errors)
     return codes
@@ -185,8 +189,9 @@ def annotation_save(
                 instance=instance,
                 rationale=label.rationale.strip(),
                 realized_consequence=label.realized_consequence.strip(),
-                evidence=clean_anchors(label.evidence),
-                contrast=clean_anchors(label.contrast),
+                evidence=clean_anchors(label.evidence + _span_anchors(label, "evidence")),
+                contrast=clean_anchors(label.contrast + _span_anchors(label, "contrast")),
+                spans=clean_spans(label.spans),
                 nearest_rejected=codes.get(label.nearest_rejected_id),
                 rejection_reason=label.rejection_reason.strip(),
                 episode_id=label.episode_id.strip(),
@@ -199,6 +204,11 @@ def annotation_save(
     if _content(before) != _content(after):
         audit(annotation, actor, "revise" if revising else "save", before=before, after=after)
     return annotation
+
+
+def _span_anchors(label: LabelInput, name: str) -> list[str]:
+    """A cited span's event is part of the evidence (or contrast): its anchor is in that field too."""
+    return [span["anchor"] for span in label.spans if span["field"] == name]
 
 
 def _content(snap: dict) -> dict:

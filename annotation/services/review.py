@@ -74,14 +74,14 @@ def merged_labels(annotations: list[Annotation]) -> dict[tuple[int, int], dict]:
         for label in annotation.labels.select_related("nearest_rejected").order_by("code__position", "instance"):
             entry = merged.setdefault(
                 (label.code_id, label.instance),
-                {**dict.fromkeys(TEXT_FIELDS, ""), "evidence": [], "contrast": [], "nearest_rejected": None,
-                 "episode_id": "", "comparative_role": ""},
+                {**dict.fromkeys(TEXT_FIELDS, ""), "evidence": [], "contrast": [], "spans": [],
+                 "nearest_rejected": None, "episode_id": "", "comparative_role": ""},
             )  # fmt: skip
             for name in TEXT_FIELDS:
                 text = getattr(label, name).strip()
                 if text:
                     entry[name] = (entry[name] + "\n\n" if entry[name] else "") + f"[{who}] {text}"
-            for name in ("evidence", "contrast"):
+            for name in ("evidence", "contrast", "spans"):
                 entry[name] = entry[name] + [a for a in getattr(label, name) if a not in entry[name]]
             if label.nearest_rejected is not None:
                 if entry["nearest_rejected"] is None:
@@ -304,7 +304,9 @@ def adjudicate(
                 instance=instance,
                 provenance=FinalCoding.Provenance.ADJUDICATED,
                 decided_by=actor,
-                **{**fields, **(_ruled_fields(r) if instance == 1 else {}), "rationale": r.rationale.strip()},
+                **_kept_spans(
+                    {**fields, **(_ruled_fields(r) if instance == 1 else {}), "rationale": r.rationale.strip()}
+                ),
             )
             for r in rulings
             for instance, fields in ((k, recorded.get((r.code_id, k), {})) for k in range(1, episodes[r.code_id] + 1))
@@ -336,6 +338,13 @@ def _rulings_text_check(rulings: list[Ruling], note: str) -> None:
             errors.setdefault(key, exc.problem)
     if errors:
         raise AnnotationError("; ".join(f"{k}: {v}" for k, v in errors.items()), errors)
+
+
+def _kept_spans(fields: dict) -> dict:
+    """The recorded spans whose events are still cited once the adjudicator's anchors replaced the recorded ones."""
+    if fields.get("spans"):
+        fields["spans"] = [s for s in fields["spans"] if s["anchor"] in fields.get(s["field"], [])]
+    return fields
 
 
 def _ruled_fields(ruling: Ruling) -> dict:

@@ -69,6 +69,8 @@ def _detail_page(request: HtmxHttpRequest, discussion, *, error: str = "", text:
         "my_assignment": discussion.study.assignments.filter(run_id=discussion.run_id, annotator=request.user).first(),
         "hints": review_hints(user=request.user, run=discussion.run, codebook=discussion.study.codebook),
     }
+    if not request.htmx:  # the pair, under the log's keys (the comments alone need none of it)
+        context.update(pair_sides(discussion.run))
     template = "annotation/discussion_detail.html#comments" if request.htmx else "annotation/discussion_detail.html"
     return render(request, template, context, status=status)
 

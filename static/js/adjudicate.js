@@ -5,6 +5,7 @@
 // c cites the event under the log's cursor (pair.js: j / k / J / K / o / r) into the mode last edited.
 (function () {
   "use strict";
+  window.Parallax.shortcutList();  // ? lists the keys (keys.js), on a case ruled or not
   const form = document.getElementById("adjudication-form");
   if (!form) return;
   const search = document.getElementById("mode-search");
@@ -90,15 +91,8 @@
     }
   });
 
-  // What a key did, gone after a few seconds.
-  const feedback = document.getElementById("key-feedback");
-  let feedbackTimer = null;
-  function say(text) {
-    feedback.textContent = text;
-    feedback.hidden = false;
-    clearTimeout(feedbackTimer);
-    feedbackTimer = setTimeout(() => { feedback.hidden = true; }, 3000);
-  }
+  // What a key did, beside the form (keys.js, shared with the coding and discussion pages).
+  const say = window.Parallax.say;
 
   // "cite" (an event's button, or c on the event under the log's cursor) adds the event's anchor to the
   // mode last edited: evidence from the concurrent run, contrast from the sequential one.

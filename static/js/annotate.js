@@ -17,6 +17,8 @@
   let activeInstance = null;
 
   function save() { htmx.trigger(form, "change"); }
+  // The fields undo and the browser's draft keep: what is typed, chosen, and each episode's cited spans.
+  const FIELDS = 'textarea, input[type=text], select, input[data-role="spans"]';
 
   // -- cards and episodes --------------------------------------------------------------------
   function showCard(box) {
@@ -78,8 +80,9 @@
   function addInstance(card) {
     const all = card.querySelectorAll(".instance");
     const copy = all.length ? all[all.length - 1].cloneNode(true) : blankInstance(card);
-    copy.querySelectorAll("textarea, input[type=text]").forEach((field) => { field.value = ""; });
+    copy.querySelectorAll('textarea, input[type=text], input[data-role="spans"]').forEach((field) => { field.value = ""; });
     copy.querySelectorAll("select").forEach((field) => { field.value = ""; });
+    renderSpans(copy);
     copy.querySelector("details").open = false;
     card.querySelector("[data-add-instance]").before(copy);
     numberInstances(card);
@@ -121,7 +124,7 @@
 
   function state() {
     const values = {};
-    form.querySelectorAll("textarea, input[type=text], select").forEach((field) => { values[field.name] = field.value; });
+    form.querySelectorAll(FIELDS).forEach((field) => { values[field.name] = field.value; });
     const episodes = {};
     form.querySelectorAll(".label-card").forEach((card) => { episodes[card.id] = card.querySelectorAll(".instance").length; });
     const checked = {};
@@ -146,10 +149,11 @@
       const key = box.id || `${box.name}:${box.value}`;
       if (key in snapshot.checked) box.checked = snapshot.checked[key];
     });
-    form.querySelectorAll("textarea, input[type=text], select").forEach((field) => {
+    form.querySelectorAll(FIELDS).forEach((field) => {
       if (field.name in snapshot.values) field.value = snapshot.values[field.name];
     });
     boxes().forEach(showCard);
+    form.querySelectorAll(".instance").forEach(renderSpans);
     markImplied();
     showFlagNote();
   }
@@ -173,15 +177,8 @@
   });
   form.addEventListener("focusout", () => { typingSnapshotTaken = false; });
 
-  // A short note on what a key did ("Undone.", "Not submitted."), gone after a few seconds.
-  const feedback = document.getElementById("key-feedback");
-  let feedbackTimer = null;
-  function say(text) {
-    feedback.textContent = text;
-    feedback.hidden = false;
-    clearTimeout(feedbackTimer);
-    feedbackTimer = setTimeout(() => { feedback.hidden = true; }, 3000);
-  }
+  // What a key did, in the status line (keys.js, shared with the adjudication and discussion pages).
+  function say(text) { window.Parallax.say(text); }
 
   // -- wiring the picker -----------------------------------------------------------------------
   boxes().forEach((box) => {
@@ -495,6 +492,12 @@
     if (mod && event.key === "Enter") { event.preventDefault(); if (editable) submit(); return; }
     if (event.altKey && event.key === "0") { event.preventDefault(); if (editable) toggleNoFailure(); return; }
     if (submitTimer && (event.key === "Escape" || event.key === "u")) { event.preventDefault(); cancelSubmit(); return; }
+    // Tab from a selection in an event's text goes to its "Cite selection" control (Enter cites).
+    if (event.key === "Tab" && !event.shiftKey && !citeButton.hidden && document.activeElement !== citeButton) {
+      event.preventDefault();
+      citeButton.focus();
+      return;
+    }
     if (event.key === "Escape") {
       if (typing && document.activeElement !== search) document.activeElement.blur();
       return;
@@ -527,7 +530,7 @@
       save();
       if (flagged.checked) document.getElementById("flag-note").focus();
     } else if (key === "s") { event.preventDefault(); openSkip(); }
-    else if (key === "c") { event.preventDefault(); citeFocused(); }
+    else if (key === "c") { event.preventDefault(); if (!citeSelection()) citeFocused(); }
   });
 
   // c: the event under the log's cursor (pair.js: j / k / J / K / o / r) is cited into the episode last
@@ -557,6 +560,172 @@
     if (!anchor) { say("No anchor to open: type file:line, or cite an event."); return; }
     const side = button.dataset.jump === "contrast" ? "&side=contrast" : "";
     window.open(`${form.dataset.anchorUrl}?a=${encodeURIComponent(anchor)}${side}`, "_blank", "noopener");
+  });
+
+  // -- a span of an event's text: select it, then c or "Cite selection" ---------------------------
+  // The span keeps the characters, as Label Studio's span highlighting does: the event (its anchor,
+  // agent and number), the offsets of the selection in the event's text (code points, as the server
+  // counts them) and the quoted text. The server checks that the quote is those characters.
+  const codePoints = (text) => Array.from(text).length;
+  const eventText = (node) => node && (node.nodeType === 1 ? node : node.parentElement)?.closest("#pair pre.event-text");
+  function selectedSpan() {
+    const selection = window.getSelection();
+    if (!selection || selection.isCollapsed || !selection.rangeCount) return null;
+    const range = selection.getRangeAt(0).cloneRange();
+    const pre = eventText(range.startContainer) || eventText(range.endContainer);
+    if (!pre) return null;
+    // a selection running past the event's text (a triple click) is cut at its ends
+    const whole = document.createRange();
+    whole.selectNodeContents(pre);
+    if (range.compareBoundaryPoints(Range.START_TO_START, whole) < 0) range.setStart(whole.startContainer, whole.startOffset);
+    if (range.compareBoundaryPoints(Range.END_TO_END, whole) > 0) range.setEnd(whole.endContainer, whole.endOffset);
+    const quote = range.toString();
+    const item = pre.closest("li.event");
+    const cite = item && item.querySelector(":scope > .event-head .cite");
+    if (!quote || !cite) return null;
+    const before = document.createRange();
+    before.setStart(whole.startContainer, whole.startOffset);
+    before.setEnd(range.startContainer, range.startOffset);
+    const start = codePoints(before.toString());
+    return {
+      span: {
+        field: cite.dataset.mode === "sequential" ? "contrast" : "evidence", anchor: cite.dataset.anchor,
+        agent: item.dataset.agent, seq: Number(item.dataset.seq), start, end: start + codePoints(quote), quote,
+      },
+      range, item,
+    };
+  }
+
+  // The coding's cited spans, highlighted where they are in the log once their events are loaded (CSS Custom
+  // Highlight API: the event's text is not changed, so offsets stay the event's).
+  // (Looked up on each call, not kept in a constant: an episode added while the page starts lists its spans.)
+  function highlightSpans() {
+    if (!window.Highlight || !window.CSS || !CSS.highlights) return;
+    if (!CSS.highlights.has("cited-span")) CSS.highlights.set("cited-span", new Highlight());
+    const citedHighlight = CSS.highlights.get("cited-span");
+    citedHighlight.clear();
+    form.querySelectorAll('.label-card:not([hidden]) [data-role="spans"]').forEach((holder) => {
+      readSpans(holder).forEach((span) => {
+        const side = span.field === "contrast" ? "sequential" : "concurrent";
+        const item = Array.from(document.querySelectorAll(`#pair section.side.${side} li.event[data-seq="${Number(span.seq)}"]`))
+          .find((li) => li.dataset.agent === span.agent);
+        const node = item && item.querySelector("pre.event-text")?.firstChild;
+        if (!node || node.nodeType !== Node.TEXT_NODE) return;
+        const chars = Array.from(node.data);  // code points → the text node's UTF-16 offsets
+        if (span.end > chars.length) return;
+        const range = document.createRange();
+        range.setStart(node, chars.slice(0, span.start).join("").length);
+        range.setEnd(node, chars.slice(0, span.end).join("").length);
+        citedHighlight.add(range);
+      });
+    });
+  }
+  document.addEventListener("htmx:afterSwap", highlightSpans);
+
+  function citeSelection() {
+    const selected = selectedSpan();
+    if (!selected) return false;
+    hideCiteButton();
+    if (!activeInstance || !activeInstance.isConnected || activeInstance.closest(".label-card").hidden) {
+      say("Pick a failure mode (or click into its card) first; the selection is cited there.");
+      return true;
+    }
+    const { span } = selected;
+    const holder = activeInstance.querySelector('[data-role="spans"]');
+    const spans = readSpans(holder);
+    const same = (s) => s.field === span.field && s.agent === span.agent && s.seq === span.seq && s.start === span.start && s.end === span.end;
+    remember();
+    if (!spans.some(same)) spans.push(span);
+    holder.value = JSON.stringify(spans);
+    const field = activeInstance.querySelector(`[data-role="${span.field}"]`);
+    const lines = field.value.split("\n").map((l) => l.trim()).filter(Boolean);
+    if (!lines.includes(span.anchor)) lines.push(span.anchor);
+    field.value = lines.join("\n");
+    renderSpans(activeInstance);
+    field.dispatchEvent(new Event("change", { bubbles: true }));
+    highlightSpans();
+    window.getSelection().removeAllRanges();
+    const shown = span.quote.length > 60 ? `${span.quote.slice(0, 60)}…` : span.quote;
+    say(`Cited “${shown}” (characters ${span.start}–${span.end} of event #${span.seq}) as ${span.field}.`);
+    return true;
+  }
+
+  // "Cite selection": shown beside a selection inside an event's text, placed after that text in the page's
+  // order so that Tab reaches it from the selection.
+  const citeButton = document.createElement("button");
+  citeButton.type = "button";
+  citeButton.id = "cite-selection";
+  citeButton.className = "cite-selection";
+  citeButton.innerHTML = "Cite selection <kbd>c</kbd>";
+  citeButton.hidden = true;
+  citeButton.addEventListener("mousedown", (event) => event.preventDefault());  // keep the selection
+  citeButton.addEventListener("click", (event) => { event.preventDefault(); citeSelection(); });
+  function hideCiteButton() { citeButton.hidden = true; }
+  function placeCiteButton() {
+    if (!editable) return;
+    const selected = selectedSpan();
+    if (!selected) { if (document.activeElement !== citeButton) hideCiteButton(); return; }
+    const pre = selected.range.startContainer.nodeType === 1 ? selected.range.startContainer : selected.range.startContainer.parentElement;
+    const text = pre.closest("pre.event-text");
+    if (citeButton.previousElementSibling !== text) text.after(citeButton);
+    const rects = selected.range.getClientRects();
+    const rect = rects.length ? rects[rects.length - 1] : selected.range.getBoundingClientRect();
+    citeButton.hidden = false;
+    const width = citeButton.offsetWidth || 130;
+    citeButton.style.left = `${Math.max(4, Math.min(rect.right - width / 2, window.innerWidth - width - 4))}px`;
+    citeButton.style.top = `${Math.min(rect.bottom + 6, window.innerHeight - 40)}px`;
+  }
+  document.addEventListener("selectionchange", placeCiteButton);
+  document.addEventListener("scroll", () => { if (!citeButton.hidden) placeCiteButton(); }, { capture: true, passive: true });
+
+  // Each episode's cited spans, listed under its anchors: the quote, where it is, a link that opens the event
+  // with the span highlighted, and "remove".
+  function readSpans(holder) {
+    try { const spans = JSON.parse(holder.value || "[]"); return Array.isArray(spans) ? spans : []; } catch (e) { return []; }
+  }
+  function renderSpans(instance) {
+    const holder = instance.querySelector('[data-role="spans"]');
+    const box = instance.querySelector('[data-role="span-list"]');
+    if (!holder || !box) return;
+    const list = box.querySelector("ul");
+    list.replaceChildren();
+    readSpans(holder).forEach((span, index) => {
+      const li = document.createElement("li");
+      const quote = document.createElement("q");
+      quote.textContent = span.quote.length > 160 ? `${span.quote.slice(0, 160)}…` : span.quote;
+      const where = document.createElement("span");
+      where.className = "muted";
+      where.textContent = ` ${span.field} · ${span.agent} #${span.seq} · characters ${span.start}–${span.end} · `;
+      const open = document.createElement("a");
+      const side = span.field === "contrast" ? "&side=contrast" : "";
+      open.href = `${form.dataset.anchorUrl}?a=${encodeURIComponent(span.anchor)}${side}&mark=${encodeURIComponent(`${span.agent}:${span.seq}:${span.start}:${span.end}`)}`;
+      open.target = "_blank";
+      open.rel = "noopener";
+      open.textContent = "open ↗";
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "linklike";
+      remove.dataset.removeSpan = index;
+      remove.textContent = "remove";
+      li.append(quote, where, open, " · ", remove);
+      list.append(li);
+    });
+    box.hidden = !list.children.length;
+    highlightSpans();
+  }
+  form.querySelectorAll(".instance").forEach(renderSpans);
+  form.addEventListener("click", (event) => {
+    const remove = event.target.closest("[data-remove-span]");
+    if (!remove) return;
+    event.preventDefault();
+    const instance = remove.closest(".instance");
+    const holder = instance.querySelector('[data-role="spans"]');
+    const spans = readSpans(holder);
+    remember();
+    spans.splice(Number(remove.dataset.removeSpan), 1);
+    holder.value = spans.length ? JSON.stringify(spans) : "";
+    renderSpans(instance);
+    save();
   });
 
   // "cite" buttons on events (loaded later by htmx, hence the delegated listener).
