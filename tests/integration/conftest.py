@@ -51,7 +51,12 @@ def chromium():
 
 @pytest.fixture
 def page(live_server, chromium):
-    """A page in a context of its own: no cookie, storage or cache is shared with another test."""
+    """A page in a context of its own: no cookie, storage or cache is shared with another test. Actions and
+    `expect` wait up to 15 s for what they look for (Playwright's `expect` alone would give up after 5 s, which a
+    live server sharing two cores with three test processes has been seen to need)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=15_000)
     context = chromium.new_context()
     try:
         pg = context.new_page()
