@@ -32,6 +32,22 @@ ARTIFACT = _artifact_folder()
 REQUIRE_SERVICES = os.environ.get("PARALLAX_REQUIRE_SERVICES") == "1"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_media_root(tmp_path_factory):
+    """Uploads land in this test process's own folder. Test processes (xdist) each have a database whose batch
+    numbers start at 1, and an upload is stored under MEDIA_ROOT/imports/<batch number>: sharing var/media, one
+    process's finished import removed the upload another process had just stored under the same number. Worker
+    processes a test starts inherit it through the environment."""
+    from django.test import override_settings
+
+    media = tmp_path_factory.mktemp("media")
+    os.environ["MEDIA_ROOT"] = str(media)
+    override = override_settings(MEDIA_ROOT=media, IMPORT_UPLOAD_DIR=media / "imports")
+    override.enable()
+    yield media
+    override.disable()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """The cache holds login-throttle counters: tests must not inherit each other's failures."""

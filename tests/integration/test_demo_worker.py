@@ -6,6 +6,7 @@ Redis worker test covers the worker."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ def demo_worker(tmp_path):
         "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
         "CELERY_BROKER_URL": "filesystem://",
         "PARALLAX_BROKER_DIR": str(broker_dir),
+        "MEDIA_ROOT": os.environ["MEDIA_ROOT"],  # where this test process stores uploads (tests/conftest.py)
     }
     log = (tmp_path / "worker.log").open("w")
     command = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo"]
@@ -79,7 +81,7 @@ def test_the_demo_worker_imports_an_upload_off_the_request(demo_worker, tmp_path
         batch = wait_done(batch.pk, timeout=60)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- worker log ---\n{log.read_text()[-3000:]}") from None
-    assert (batch.status, batch.imported, batch.failed) == ("done", 3, 0), batch.report
+    assert (batch.status, batch.imported, batch.failed) == ("done", 3, 0), (batch.error, batch.report)
     assert Run.objects.filter(task__external_id__startswith="demo-").count() == 3
     time.sleep(0.2)
     assert proc.poll() is None
