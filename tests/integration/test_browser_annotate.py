@@ -139,33 +139,53 @@ def test_a_second_episode_is_added_cited_into_and_removed(page, live_server, stu
 
 
 def test_submit_right_after_typing_wins_over_autosave(page, live_server, study, trio, monkeypatch):
-    """Ctrl+Enter while an autosave is in flight: the submit must queue behind it, not race it."""
+    """Ctrl+Enter while an autosave is in flight: the submit queues behind it, never beside it — the server
+    sees the saves and the submit one after another, the submit last, with what was typed."""
+    import itertools
+    import threading
     import time
 
     from annotation.views import coding as views
 
-    real_parse = views.parse_annotation_form
+    real_save, real_submit = views.annotation_save, views.annotation_submit
+    seen: list[tuple[str, float, float]] = []
+    lock = threading.Lock()
 
-    def slow_parse(data):  # every save and submit takes 2.5 s on the server: the two requests overlap
-        time.sleep(2.5)
-        return real_parse(data)
+    def slow_save(**kwargs):  # every save (an autosave, or the submit's own save first) takes 1.5 s on the server
+        started = time.monotonic()
+        time.sleep(1.5)
+        real_save(**kwargs)
+        with lock:
+            seen.append(("save", started, time.monotonic()))
 
-    monkeypatch.setattr(views, "parse_annotation_form", slow_parse)
+    def timed_submit(**kwargs):
+        started = time.monotonic()
+        real_submit(**kwargs)
+        with lock:
+            seen.append(("submit", started, time.monotonic()))
+
+    monkeypatch.setattr(views, "annotation_save", slow_save)
+    monkeypatch.setattr(views, "annotation_submit", timed_submit)
     login(page, live_server, "coder1", "pw-coder1")
     page.goto(f"{live_server.url}/annotate/next/")
     page.wait_for_selector("#annotation-form")
     assignment_id = int(page.url.rstrip("/").split("/")[-1])
+    page.clock.install()  # the page's timers (the typing's autosave delay, the undo window) run when the test says
     page.keyboard.press("/")
     page.keyboard.type("artifact")
-    page.keyboard.press("Enter")  # the checkbox change starts an autosave now
+    page.keyboard.press("Enter")  # the checkbox change sends an autosave now: 1.5 s on the server
     page.keyboard.type("Build output leaked between children.")
-    page.keyboard.press("Control+Enter")  # immediately, while that save is in flight
-    # 2.5 s + 2.5 s of saves, the 4 s undo window, and (Celery eager in tests) the statistics refresh
-    # the submit queues, computed in the request: more than the default 15 s on a loaded machine.
-    page.wait_for_url(lambda url: f"/annotate/{assignment_id}/" not in url, timeout=40_000)
+    page.keyboard.press("Control+Enter")
+    page.clock.run_for(4500)  # the typing's autosave and then the submit are sent while the first save is in flight
+    page.wait_for_url(lambda url: f"/annotate/{assignment_id}/" not in url, timeout=30_000)
     annotation = Annotation.objects.get(assignment_id=assignment_id)
     assert annotation.is_submitted
     assert annotation.labels.get().rationale == "Build output leaked between children."
+    kinds = [kind for kind, _, _ in seen]
+    assert kinds[-1] == "submit" and kinds.count("save") >= 2, seen
+    ordered = sorted(seen, key=lambda entry: entry[1])
+    for (_, _, ended), (kind, started, _) in itertools.pairwise(ordered):
+        assert started >= ended, f"a {kind} ran beside the request before it: {seen}"
 
 
 def test_two_tabs_on_one_coding_lose_nothing(page, live_server, study, trio):
