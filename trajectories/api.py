@@ -119,6 +119,7 @@ class ImportBatchSerializer(serializers.ModelSerializer):
             "status",
             "origin",
             "source_name",
+            "options",
             "format",
             "created_at",
             "finished_at",

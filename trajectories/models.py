@@ -72,6 +72,12 @@ class ImportBatch(models.Model):
     )
     upload_path = models.CharField(max_length=500, blank=True, default="")
     format = models.CharField(max_length=20, default="auto")
+    options = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="The command's options as given (--format, --manifest, --replace).",
+    )
     total = models.PositiveIntegerField(default=0, help_text="Runs found.")
     processed = models.PositiveIntegerField(default=0)
     imported = models.PositiveIntegerField(default=0)

@@ -342,16 +342,29 @@ def import_batch_create(*, upload, user, fmt: str = "auto") -> ImportBatch:
     return batch
 
 
-def import_batch_command_create(*, paths: list[Path], user=None, fmt: str = "auto") -> ImportBatch:
-    """The batch of one `import_trajectories` call (its paths as given, by `user` or nobody), listed on the
-    Import page beside the uploads; the command then runs it with `import_batch_execute`."""
+def import_batch_command_create(
+    *, paths: list[Path], user=None, fmt: str = "auto", manifest: Path | None = None, replace: bool = False
+) -> ImportBatch:
+    """The batch of one `import_trajectories` call (its paths and the options that change what is stored, as
+    given, by `user` or nobody), listed on the Import page beside the uploads; the command then runs it with
+    `import_batch_execute`."""
     if fmt not in registry.choices():
         raise FormatError(f"unknown format {fmt!r}")
     names = " ".join(str(path) for path in paths)
-    source_name = names if len(names) <= 255 else names[:254] + "…"
+    options = [f"--format {fmt}"] if fmt != "auto" else []
+    options += [f"--manifest {manifest}"] if manifest is not None else []
+    options += ["--replace"] if replace else []
     return ImportBatch.objects.create(
-        origin=ImportBatch.Origin.COMMAND, created_by=user, source_name=source_name, format=fmt
+        origin=ImportBatch.Origin.COMMAND,
+        created_by=user,
+        source_name=_cut(names, 255),
+        options=_cut(" ".join(options), 500),
+        format=fmt,
     )
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def import_batch_mark_stalled(*, batch: ImportBatch) -> ImportBatch:

@@ -60,6 +60,19 @@ def test_the_command_records_the_user_it_is_given_and_refuses_an_unknown_one(tmp
     assert ActivityEntry.objects.get(action="import.command").actor == admin_user
 
 
+def test_the_batch_page_shows_the_command_with_the_options_that_change_what_is_stored(tmp_path, admin_client_):
+    path = write_jsonl(tmp_path / "r.jsonl", simple_run("t-opt"))
+    _command(str(path))
+    _command(str(path), "--replace", "--format", "parallax", "--quiet-ok")
+    first, again = ImportBatch.objects.order_by("pk")
+    assert (first.options, again.options) == ("", "--format parallax --replace")
+    page = admin_client_.get(_detail(again)).content.decode()
+    assert f"<code>import_trajectories {path} --format parallax --replace</code>" in page
+    assert f"<code>import_trajectories {path}</code>" in admin_client_.get(_detail(first)).content.decode()
+    api = admin_client_.get(f"/api/imports/{again.pk}/").json()
+    assert (api["source_name"], api["options"], api["replaced"]) == (str(path), "--format parallax --replace", 1)
+
+
 def test_a_command_refused_before_importing_leaves_no_batch(tmp_path):
     with pytest.raises(CommandError, match="no such file"):
         _command(str(tmp_path / "missing.jsonl"))

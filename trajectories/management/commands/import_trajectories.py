@@ -43,7 +43,9 @@ class Command(BaseCommand):
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
                 raise CommandError(f"--user: no user named {options['user']!r}")
-        batch = import_batch_command_create(paths=options["paths"], user=user, fmt=options["format"])
+        batch = import_batch_command_create(
+            paths=options["paths"], user=user, fmt=options["format"], manifest=manifest, replace=options["replace"]
+        )
         report = import_batch_execute(
             batch=batch, paths=options["paths"], manifest=manifest, replace=options["replace"]
         )
