@@ -104,8 +104,10 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
             + f" ({seen})",
             file=display,
         )
-    # One cell is one run: take the largest session if the agent's home holds several.
+    # One cell is one run: take the largest session if the agent's home holds several, and say which were left out.
     best = max(found, key=lambda s: sum(p.stat().st_size for p in s.files))
+    if len(found) > 1:
+        best.notes.append(_sessions_left_out(cell_dir, best, [s for s in found if s is not best], root=root))
     best.header_defaults = defaults
     best.name = display_name(cell_dir, root)
     best.base = cell_dir
@@ -116,6 +118,24 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
     best.read_tests = read_tests
     best.notes += tests.warnings
     return best
+
+
+def _sessions_left_out(cell_dir: Path, best: RunSource, others: list[RunSource], *, root: Path | None) -> str:
+    """A cell whose agent's home holds several sessions (an outer loop's rounds, `agent/<agent>/round-NN/`, or a
+    home reused across attempts) is read as one of them: the warning names the others, kept as the run's files
+    (each line still citable) but not read into its timeline."""
+    names = ", ".join(display_name(s.files[0], cell_dir) for s in others[:5])
+    more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+    rounds = (
+        " (an outer loop's rounds: each round a session of its own)"
+        if any(part.startswith("round-") for s in [best, *others] for part in s.files[0].relative_to(cell_dir).parts)
+        else ""
+    )
+    return (
+        f"the agent's home holds {len(others) + 1} sessions{rounds}; read as this run: "
+        f"{display_name(best.files[0], cell_dir)} (the largest); not read into its timeline, kept as its files: "
+        f"{names}{more}"
+    )
 
 
 def _agent_clock(cell_dir: Path, source: RunSource, *, root: Path | None) -> tuple | None:
