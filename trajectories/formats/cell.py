@@ -107,7 +107,7 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
     # One cell is one run: take the largest session if the agent's home holds several, and say which were left out.
     best = max(found, key=lambda s: sum(p.stat().st_size for p in s.files))
     if len(found) > 1:
-        best.notes.append(_sessions_left_out(cell_dir, best, [s for s in found if s is not best], root=root))
+        best.notes.append(_sessions_left_out(cell_dir, best, [s for s in found if s is not best]))
     best.header_defaults = defaults
     best.name = display_name(cell_dir, root)
     best.base = cell_dir
@@ -120,7 +120,7 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
     return best
 
 
-def _sessions_left_out(cell_dir: Path, best: RunSource, others: list[RunSource], *, root: Path | None) -> str:
+def _sessions_left_out(cell_dir: Path, best: RunSource, others: list[RunSource]) -> str:
     """A cell whose agent's home holds several sessions (an outer loop's rounds, `agent/<agent>/round-NN/`, or a
     home reused across attempts) is read as one of them: the warning names the others, kept as the run's files
     (each line still citable) but not read into its timeline."""
