@@ -107,7 +107,10 @@ class EventSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Event
-        fields = ["id", "context", "seq", "timestamp", "kind", "tool", "text", "files", "target", "source_line"]
+        fields = [
+            "id", "context", "seq", "timestamp", "kind", "tool", "text", "files", "target",
+            "source_line", "source_file",
+        ]  # fmt: skip
         read_only_fields = fields
 
 

@@ -257,6 +257,13 @@ class Event(models.Model):
     files = models.JSONField(default=list, blank=True)
     target = models.CharField(max_length=255, blank=True, default="")
     source_line = models.PositiveIntegerField(null=True, help_text="Line in the source file, for evidence anchors.")
+    source_file = models.CharField(
+        max_length=1000,
+        blank=True,
+        default="",
+        help_text="The file of source_line when it is not its agent's (a later round of an outer loop); "
+        "empty: the agent's own file (AgentContext.source_file).",
+    )
 
     class Meta:
         ordering = ["context", "seq"]
@@ -267,6 +274,11 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.seq}"
+
+    @property
+    def line_file(self) -> str:
+        """The run file its source_line is a line of: its own when it says, else its agent's."""
+        return self.source_file or self.context.source_file
 
 
 class RunFile(models.Model):

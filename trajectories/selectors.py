@@ -122,10 +122,10 @@ def run_hints(*, run: Run) -> list[dict]:
         for agent, seq in wanted:
             which |= Q(context__external_id=agent, seq=seq)
         events = Event.objects.filter(which, context__run=run, source_line__isnull=False).values_list(
-            "context__external_id", "seq", "context__source_file", "source_line"
+            "context__external_id", "seq", "context__source_file", "source_file", "source_line"
         )
-        for agent, seq, source_file, line in events:
-            anchors[agent, seq] = event_anchor(run=run, source_file=source_file, line=line)
+        for agent, seq, agent_file, own_file, line in events:
+            anchors[agent, seq] = event_anchor(run=run, source_file=own_file or agent_file, line=line)
 
     def anchor(ev: dict) -> str:
         if ev.get("seq") is not None:
@@ -508,10 +508,12 @@ def mark_span(events: list[Event], mark: str) -> str:
 
 
 def events_at_line(*, file: RunFile, start: int, end: int) -> list[Event]:
-    """The events read from lines start..end of one of a run's logs."""
+    """The events read from lines start..end of one of a run's logs: of the agents read from it, and the events
+    that say they were read from it (a later round's transcript of an outer loop)."""
     contexts = AgentContext.objects.filter(run_id=file.run_id, source_file=file.path)
+    in_file = Q(context__in=contexts, source_file="") | Q(source_file=file.path)
     return list(
-        Event.objects.filter(run_id=file.run_id, context__in=contexts, source_line__gte=start, source_line__lte=end)
+        Event.objects.filter(in_file, run_id=file.run_id, source_line__gte=start, source_line__lte=end)
         .select_related("context")
         .order_by("source_line", "context__position", "seq")[:50]
     )

@@ -60,7 +60,7 @@ MAX_WARNINGS = 200
 _FILE_KINDS = frozenset(("file_write", "tool_call"))
 
 # An event row as the writer stores it: the context's key (its id in the source), then the
-# Event columns seq, timestamp (aware UTC or None), kind, tool, text, files, target, source_line.
+# Event columns seq, timestamp (aware UTC or None), kind, tool, text, files, target, source_line, source_file.
 EventRow = tuple
 
 
@@ -155,6 +155,7 @@ class RunCheck:
                 files,
                 _target(record.target),
                 record.line,
+                record.file[:SOURCE_FILE_MAX],
             )
 
     def _other(self, record) -> None:

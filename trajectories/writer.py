@@ -27,7 +27,9 @@ from .models import AgentContext, AgentSystem, Benchmark, Event, ImportBatch, Ru
 from .validate import SOURCE_NAME_MAX, CheckedContext, CheckedRun, RunCheck
 
 FLUSH_ROWS = 5000  # events per write
-EVENT_COLUMNS = ("run_id", "context_id", "seq", "timestamp", "kind", "tool", "text", "files", "target", "source_line")
+EVENT_COLUMNS = (
+    "run_id", "context_id", "seq", "timestamp", "kind", "tool", "text", "files", "target", "source_line", "source_file",
+)  # fmt: skip
 
 
 class Lookups:
@@ -110,7 +112,7 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
     seen = signatures.TraceBuilder(final_patch(source), workflow_states(source))
     for row in check.events(records):
         buffer.append(row)
-        key, seq, ts, kind, tool, text, files, target, _line = row
+        key, seq, ts, kind, tool, text, files, target, _line, _file = row
         seen.add(signatures.trace_event(key, seq, kind, ts, tool, text, files, target, seen.watch))
         if len(buffer) >= FLUSH_ROWS:
             rows.write(buffer)
@@ -388,7 +390,7 @@ def _update(conn, fields: list, rows: list) -> None:
 # -- events --------------------------------------------------------------------------------
 
 # The COPY is binary: the importer does not escape the texts, the server does not parse them.
-_COPY_TYPES = ("int8", "int8", "int4", "timestamptz", "text", "text", "text", "jsonb", "text", "int4")
+_COPY_TYPES = ("int8", "int8", "int4", "timestamptz", "text", "text", "text", "jsonb", "text", "int4", "text")
 
 
 def _write_events(conn, run_id: int, context_ids: dict[str, int], rows: list[tuple]) -> None:
@@ -402,15 +404,15 @@ def _write_events(conn, run_id: int, context_ids: dict[str, int], rows: list[tup
             cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy,
         ):
             copy.set_types(_COPY_TYPES)
-            for key, seq, ts, kind, tool, text, files, target, line in rows:
+            for key, seq, ts, kind, tool, text, files, target, line, file in rows:
                 copy.write_row(
-                    (run_id, context_ids[key], seq, ts, kind, tool, text, Jsonb(files, _json_text), target, line)
+                    (run_id, context_ids[key], seq, ts, kind, tool, text, Jsonb(files, _json_text), target, line, file)
                 )
         return
     adapt = _datetime_adapter(conn)
     params = [
-        (run_id, context_ids[key], seq, adapt(ts), kind, tool, text, _json_text(files), target, line)
-        for key, seq, ts, kind, tool, text, files, target, line in rows
+        (run_id, context_ids[key], seq, adapt(ts), kind, tool, text, _json_text(files), target, line, file)
+        for key, seq, ts, kind, tool, text, files, target, line, file in rows
     ]
     with conn.cursor() as cursor:
         cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(EVENT_COLUMNS))})", params)

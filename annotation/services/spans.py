@@ -97,7 +97,7 @@ def span_problems(*, run: Run, labels) -> dict[str, str]:
         elif event is None:
             problems[key] = f"'{where}.seq': run #{side.pk} has no event {span['seq']} of agent {span['agent']!r}"
         elif event.source_line is None or span["anchor"] != event_anchor(
-            run=side, source_file=event.context.source_file, line=event.source_line
+            run=side, source_file=event.line_file, line=event.source_line
         ):
             problems[key] = (
                 f"'{where}.anchor': {span['anchor']!r} is not the anchor of event {span['seq']} of {span['agent']!r}"

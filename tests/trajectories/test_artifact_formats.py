@@ -181,25 +181,3 @@ def test_a_kimi_sub_agent_with_a_wire_file_is_read_from_it_the_others_from_the_j
         for v in (j["envelope"]["payload"].get("usage") or {}).values() if isinstance(v, int)
     )  # fmt: skip
     assert journal_tokens > 0 and run.tokens == journal_tokens + 107
-
-
-def test_a_cell_whose_agent_home_holds_an_outer_loops_rounds_names_the_sessions_not_read(tmp_path):
-    """LoopsBench cells keep one Claude home per round of the harness's outer loop (agent/claude/round-NN/): a
-    session each. The run is read from one of them, and says so, naming the others (kept as its files)."""
-    cell = tmp_path / "loopsbench" / "task_x" / "claude" / "parallel"
-    projects = ".claude/projects/-workspace"
-    inline = next((REAL / "claude-code-inline").glob("*.jsonl"))
-    (cell / "agent/claude/round-01" / projects).mkdir(parents=True)
-    shutil.copy(inline, cell / "agent/claude/round-01" / projects / inline.name)
-    shutil.copytree(REAL / "claude-code-workflow", cell / "agent/claude/round-02" / projects)
-    (cell / "cell.json").write_text(json.dumps({"mode": "parallel", "agent": "claude"}))
-    run = _imported(import_paths(paths=[tmp_path]))
-    workflow_bytes = sum(p.stat().st_size for p in (REAL / "claude-code-workflow").rglob("*") if p.is_file())
-    read, left = ("round-01", "round-02") if inline.stat().st_size > workflow_bytes else ("round-02", "round-01")
-    (warning,) = [w for w in run.warnings if "sessions" in w]
-    assert "holds 2 sessions (an outer loop's rounds" in warning
-    said_read, said_left = warning.split("not read into its timeline")
-    assert f"agent/claude/{read}/" in said_read and f"agent/claude/{left}/" in said_left
-    assert Run.objects.count() == 1
-    stored = set(run.files.values_list("path", flat=True))
-    assert any(path.startswith(f"agent/claude/{left}/") for path in stored)  # kept, each line citable

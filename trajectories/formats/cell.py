@@ -11,6 +11,7 @@ the cell is kept with the run.
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,42 @@ def cell_folders(folder: Path) -> list[Path]:
 
 
 def agent_files(cell_dir: Path) -> list[Path]:
-    """The files of the agent's home (`agent/`), where its native logs are."""
-    agent_home = cell_dir / "agent"
-    if not agent_home.is_dir():
-        return []
-    return sorted(p for p in agent_home.rglob("*") if p.is_file() and not p.is_symlink())
+    """The files of the agent's home (`agent/`), where its native logs are. A cell whose agent ran in the harness's
+    outer loop (LoopsBench) keeps a home per round, `agent/<agent>/round-NN/`, and the harness's own copy of each
+    round's home under `cell/evaluation/…/agent-logs/outer-loop/round-NN/<agent>_home/`, each holding part of the
+    sessions' files: both are read, a file found in several of them once (the longest copy)."""
+    homes = [cell_dir / "agent"]
+    evaluation = cell_dir / "cell" / "evaluation"
+    if evaluation.is_dir():
+        loops = (loop for loop in evaluation.rglob("outer-loop") if loop.is_dir())
+        homes += sorted(home for loop in loops for home in loop.iterdir() if home.is_dir() and _ROUND.match(home.name))
+    kept: dict[str, Path] = {}
+    for home in homes:
+        if not home.is_dir():
+            continue
+        for path in sorted(p for p in home.rglob("*") if p.is_file() and not p.is_symlink()):
+            key = _in_home(path, cell_dir)
+            if key not in kept or path.stat().st_size > kept[key].stat().st_size:
+                kept[key] = path
+    return sorted(kept.values())
+
+
+_ROUND = re.compile(r"^round-\d+$")
+
+
+def _in_home(path: Path, cell_dir: Path) -> str:
+    """Where a file sits in the agent's home: after a round's folder (and its `<agent>_home`) when it is in one,
+    so that the copies of a round's home name each file alike; else its path in the cell."""
+    parts = path.relative_to(cell_dir).parts
+    for i, part in enumerate(parts):
+        if _ROUND.match(part):
+            rest = parts[i + 1 :]
+            return "/".join(rest[1:] if rest and rest[0].endswith("_home") else rest)
+    return "/".join(parts)
+
+
+def _in_rounds(sources: list[RunSource], cell_dir: Path) -> bool:
+    return any(_ROUND.match(part) for s in sources for p in s.files for part in p.relative_to(cell_dir).parts)
 
 
 def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatError], *, root: Path | None) -> RunSource:
@@ -104,10 +136,25 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
             + f" ({seen})",
             file=display,
         )
-    # One cell is one run: take the largest session if the agent's home holds several, and say which were left out.
+    # One cell is one run: an outer loop's rounds joined into one where the format can; else the largest session
+    # if the agent's home holds several, saying which were left out.
     best = max(found, key=lambda s: sum(p.stat().st_size for p in s.files))
-    if len(found) > 1:
-        best.notes.append(_sessions_left_out(cell_dir, best, [s for s in found if s is not best]))
+    fmt = registry.named(best.format)
+    rounds = [s for s in found if s.format == best.format]
+    if len(rounds) > 1 and fmt.join_rounds is not None and _in_rounds(rounds, cell_dir):
+        best = fmt.join_rounds(rounds)
+        order = ", ".join(display_name(path, cell_dir) for path in best.files[: best.sessions])
+        best.notes.append(
+            f"the agent ran in an outer loop: {best.sessions} sessions (its rounds) read one after another as its "
+            f"main agent, in the order they began: {order}"
+        )
+        left_out = [s for s in found if all(s is not r for r in rounds)]
+        read = f"its {best.sessions} rounds"
+    else:
+        left_out = [s for s in found if s is not best]
+        read = f"{display_name(best.files[0], cell_dir)} (the largest)"
+    if left_out:
+        best.notes.append(_sessions_left_out(cell_dir, read, found, left_out))
     best.header_defaults = defaults
     best.name = display_name(cell_dir, root)
     best.base = cell_dir
@@ -120,21 +167,16 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
     return best
 
 
-def _sessions_left_out(cell_dir: Path, best: RunSource, others: list[RunSource]) -> str:
-    """A cell whose agent's home holds several sessions (an outer loop's rounds, `agent/<agent>/round-NN/`, or a
-    home reused across attempts) is read as one of them: the warning names the others, kept as the run's files
-    (each line still citable) but not read into its timeline."""
+def _sessions_left_out(cell_dir: Path, read: str, found: list[RunSource], others: list[RunSource]) -> str:
+    """A cell whose agent's home holds several sessions it cannot read as one run (a format that cannot join an
+    outer loop's rounds, or a home reused across attempts) is read as one of them: the warning names the others,
+    kept as the run's files (each line still citable) but not read into its timeline."""
     names = ", ".join(display_name(s.files[0], cell_dir) for s in others[:5])
     more = f" and {len(others) - 5} more" if len(others) > 5 else ""
-    rounds = (
-        " (an outer loop's rounds: each round a session of its own)"
-        if any(part.startswith("round-") for s in [best, *others] for part in s.files[0].relative_to(cell_dir).parts)
-        else ""
-    )
+    in_rounds = " (an outer loop's rounds: each round a session of its own)" if _in_rounds(found, cell_dir) else ""
     return (
-        f"the agent's home holds {len(others) + 1} sessions{rounds}; read as this run: "
-        f"{display_name(best.files[0], cell_dir)} (the largest); not read into its timeline, kept as its files: "
-        f"{names}{more}"
+        f"the agent's home holds {len(found)} sessions{in_rounds}; read as this run: {read}; "
+        f"not read into its timeline, kept as its files: {names}{more}"
     )
 
 

@@ -160,16 +160,18 @@ class ClaudeCodeParser(Parser):
     def parse(self, source: RunSource) -> Iterator[Record]:
         first = source.files[0]
         has_main = not first.name.startswith(SIDE_FILES)
-        main_file = first if has_main else None
-        extra = source.files[1:] if has_main else source.files
+        main_files = source.files[: max(source.sessions, 1)] if has_main else []
+        main_file = main_files[0] if main_files else None
+        extra = source.files[len(main_files) :]
         header = header_from_defaults(source, fallback_task=first.stem.split("__")[0], agent="Claude Code")
         yield header
         totals = _Totals()
         warnings: list[ParseWarning] = []
+        rounds = f" ({len(main_files)} rounds, a session each)" if len(main_files) > 1 else ""
         yield ContextRecord(
             id=MAIN_ID,
             role=MAIN,
-            label="main agent" if has_main else "main agent (transcript not in bundle)",
+            label=f"main agent{rounds}" if has_main else "main agent (transcript not in bundle)",
             file=source.relative(main_file) if main_file is not None else "",
         )
         agent_files = sorted(p for p in extra if p.name.startswith(AGENT) and ".jsonl" in p.name)
@@ -215,12 +217,26 @@ class ClaudeCodeParser(Parser):
                 prompt = _first_prompt(path)
                 if prompt:
                     links.prompts.setdefault(prompt, agent_id)
-        if main_file is not None and links.agents:  # its Workflow calls' results say which run each started
-            links.learn_results(main_file, source.display(main_file), warnings)
-        if main_file is not None:
+        if links.agents:  # its Workflow calls' results say which run each started
+            for path in main_files:
+                links.learn_results(path, source.display(path), warnings)
+        # The main agent's transcripts one after another (several: an outer loop's rounds); a later one's events
+        # name the file their lines are in.
+        main_state = _MainState()
+        for n, path in enumerate(main_files):
             yield from self._main_file(
-                main_file, source.name, totals, warnings, file=source.relative(main_file), links=links
+                path,
+                source.display(path) if n else source.name,
+                totals,
+                warnings,
+                file=source.relative(path),
+                links=links,
+                state=main_state,
+                own_file=n > 0,
             )
+        clock = main_state.clock
+        if clock.first is not None:
+            yield ContextRecord(id=MAIN_ID, role=MAIN, started_at=clock.first, ended_at=clock.last)
         for agent_id, path in agent_paths.items():
             if agent_id not in workflow_agents:
                 in_workflow = path.parent.name if path.parent.parent.name == "workflows" else ""
@@ -248,14 +264,24 @@ class ClaudeCodeParser(Parser):
 
     # -- the session file ---------------------------------------------------------------
     def _main_file(
-        self, path: Path, name: str, totals: _Totals, warnings: list, *, file: str, links: _Links
+        self,
+        path: Path,
+        name: str,
+        totals: _Totals,
+        warnings: list,
+        *,
+        file: str,
+        links: _Links,
+        state: _MainState,
+        own_file: bool = False,
     ) -> Iterator[Record]:
-        seq: dict[str, int] = {}
+        """One transcript of the main agent: its events (numbered on from `state`, which also times the main
+        agent over every transcript); with `own_file`, each main-agent event names `file` as its line's."""
+        seq = state.seq
         chain_owner: dict[str, str] = {}  # uuid -> context id (sidechains only)
         task_prompts: dict[str, tuple[str, str]] = {}  # prompt text -> (tool_use id, description)
         task_calls: dict[str, str] = {}  # tool_use id -> context id, once known
-        sidechains = 0
-        clock = _Clock()  # the main agent's own lines (queued prompts too), not its inline sub-agents'
+        clock = state.clock  # the main agent's own lines (queued prompts too), not its inline sub-agents'
         for lineno, obj in iter_json_lines(path, display=name, tolerate_truncated_tail=True, warnings=warnings):
             if not isinstance(obj, dict):
                 continue
@@ -268,7 +294,7 @@ class ClaudeCodeParser(Parser):
                 parent_uuid = obj.get("parentUuid")
                 ctx_id = chain_owner.get(parent_uuid) if parent_uuid else None
                 if ctx_id is None:
-                    sidechains += 1
+                    state.sidechains += 1
                     prompt = _message_text(obj)
                     match = task_prompts.pop(prompt, None)
                     if match:
@@ -277,7 +303,7 @@ class ClaudeCodeParser(Parser):
                         task_calls[tool_use_id] = ctx_id
                         label = description or _first_line(prompt)
                     else:
-                        ctx_id = f"sidechain-{sidechains}"
+                        ctx_id = f"sidechain-{state.sidechains}"
                         label = _first_line(prompt) or ctx_id
                     yield ContextRecord(id=ctx_id, role=SUB, parent=MAIN_ID, label=label, line=lineno, file=file)
                 if obj.get("uuid"):
@@ -285,6 +311,8 @@ class ClaudeCodeParser(Parser):
             else:
                 ctx_id = MAIN_ID
             for event in _events_of(obj, ctx_id, ts, lineno, seq, totals):
+                if own_file and ctx_id == MAIN_ID:
+                    event.file = file
                 if links.link(event, obj, ctx_id):
                     pass  # a call tied to a sub-agent file or a workflow, or its result
                 elif event.kind == "spawn" and event.target:
@@ -298,8 +326,6 @@ class ClaudeCodeParser(Parser):
                 elif event.kind == "tool_result":
                     event.target = ""
                 yield event
-        if clock.first is not None:
-            yield ContextRecord(id=MAIN_ID, role=MAIN, started_at=clock.first, ended_at=clock.last)
 
     def _agent_file(
         self,
@@ -335,6 +361,16 @@ class ClaudeCodeParser(Parser):
         if clock.first is not None:
             end = max(clock.last, state_end) if state_end is not None else clock.last
             yield ContextRecord(id=ctx_id, role=SUB, started_at=clock.first, ended_at=end)
+
+
+class _MainState:
+    """What the main agent's transcripts share when there are several (an outer loop's rounds): its events'
+    numbering, its clock, and the count of inline sub-agents (their ids stay distinct)."""
+
+    def __init__(self) -> None:
+        self.seq: dict[str, int] = {}
+        self.clock = _Clock()
+        self.sidechains = 0
 
 
 class _Clock:
@@ -581,6 +617,44 @@ def _first_prompt(path: Path) -> str:
     return ""
 
 
+def join_rounds(sources: list[RunSource]) -> RunSource:
+    """The sessions of an outer loop's rounds as one run: their main transcripts in the order they began, read one
+    after another as the main agent, then every sub-agent transcript, workflow state and journal beside them (a
+    session whose main transcript is missing adds its sub-agents under the same main agent)."""
+    mains: list[Path] = []
+    others: list[Path] = []
+    notes: list[str] = []
+    for source in sources:
+        if not source.files[0].name.startswith(SIDE_FILES):
+            mains.append(source.files[0])
+            others += source.files[1:]
+        else:
+            others += source.files
+        notes += [note for note in source.notes if "main transcript not in the bundle" not in note]
+    mains.sort(key=_began)
+    return RunSource(
+        name=sources[0].name,
+        format=FORMAT.name,
+        files=mains + others,
+        root=sources[0].root,
+        notes=notes,
+        sessions=len(mains),
+    )
+
+
+def _began(path: Path) -> tuple:
+    """When a transcript began (the first time on its first lines), to order rounds; unknown ones last."""
+    try:
+        for n, (_, obj) in enumerate(iter_json_lines(path, display=path.name, tolerate_truncated_tail=True)):
+            if isinstance(obj, dict) and isinstance(obj.get("timestamp"), str):
+                return (0, parse_timestamp(obj["timestamp"], file=path.name, field="timestamp"), path.name)
+            if n >= 50:
+                break
+    except FormatError:
+        pass  # the parser says what is wrong with it, where
+    return (1, None, path.name)
+
+
 FORMAT = Format(
     name="claude_code",
     description="a Claude Code session",
@@ -588,4 +662,5 @@ FORMAT = Format(
     looks_like=looks_like,
     claims=is_workflow_state,
     group=group,
+    join_rounds=join_rounds,
 )

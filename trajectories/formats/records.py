@@ -117,6 +117,7 @@ class EventRecord:
     files: list[str] = field(default_factory=list)
     target: str = ""  # the sub-agent a spawn/wait/join refers to
     line: int | None = None
+    file: str = ""  # the file `line` is in, when not its agent's (ContextRecord.file): a later round's transcript
 
 
 @dataclass(slots=True)
@@ -157,6 +158,9 @@ class RunSource:
     clock: tuple[datetime | None, datetime | None] | None = None
     # Reads a cell's per-test results from its evaluation (evaluation.py) when the run is stored.
     read_tests: Callable[[], CellTests] | None = None
+    # How many main transcripts lead `files`, read one after another as the main agent: the rounds of a harness's
+    # outer loop, a session each (cell.py); 1 for every other run.
+    sessions: int = 1
 
     def display(self, path: Path) -> str:
         if self.root is not None:
@@ -255,6 +259,10 @@ class Format:
     # `agent/`: the runs the cell is read from (formats/cell.py), e.g. the stream standing in for a
     # missing main log. Called as cell_stream(stream, runs, where=the cell's name, root=root).
     cell_stream: Callable[..., list[RunSource]] | None = None
+    # A study cell whose agent ran in a harness's outer loop of rounds, a session each (formats/cell.py): the runs
+    # found there joined into one (RunSource.sessions main transcripts first). None: the largest is read, the
+    # others named in a warning.
+    join_rounds: Callable[[list[RunSource]], RunSource] | None = None
 
     def runs(self, files: list[Path], *, root: Path | None) -> Grouped:
         """The runs of the files this format claimed (named relative to `root`)."""

@@ -7,6 +7,8 @@ import random
 
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
+from django.db.models import Value
+from django.db.models.functions import Coalesce, NullIf
 
 from annotation.management.studies import study_from_ref
 from annotation.models import Assignment, Discussion
@@ -84,7 +86,8 @@ def _cited_lines(run_id: int) -> list[tuple[str, int]]:
     """(log file, line) of events of a run, for evidence anchors that resolve."""
     return list(
         Event.objects.filter(run_id=run_id, source_line__isnull=False)
-        .exclude(context__source_file="")
+        .annotate(line_file=Coalesce(NullIf("source_file", Value("")), "context__source_file"))
+        .exclude(line_file="")
         .order_by("context__position", "seq")
-        .values_list("context__source_file", "source_line")[:200]
+        .values_list("line_file", "source_line")[:200]
     )
