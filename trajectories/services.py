@@ -26,7 +26,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connections, router, transaction
-from django.db.models import Q
+from django.db.models import Min, Q
 from django.utils import timezone
 
 from activity.services import record
@@ -554,6 +554,20 @@ def run_signatures_store(*, run_ids: list[int]) -> int:
     for row in Event.objects.filter(run_id__in=run_ids).order_by().values(*event_fields):
         row["agent"] = names.get(row.pop("context_id"), "")
         events[row.pop("run_id")].append(row)
+    # an outer loop's later rounds: when each began (the events that name their round's transcript)
+    later_rounds = (
+        Event.objects.filter(run_id__in=run_ids, timestamp__isnull=False)
+        .exclude(source_file="")
+        .order_by()
+        .values("run_id", "context_id", "source_file")
+        .annotate(began=Min("timestamp"))
+    )
+    began: dict[tuple[int, str], list] = {}
+    for row in later_rounds:
+        began.setdefault((row["run_id"], names.get(row["context_id"], "")), []).append(row["began"])
+    for run_id, rows in agents.items():
+        for row in rows:
+            row["rounds"] = tuple(sorted(began.get((run_id, row["external_id"]), ())))
     patch_files: dict[int, dict[str, str]] = {pk: {} for pk in run_ids}
     workflows: dict[int, list[signatures.WorkflowState]] = {pk: [] for pk in run_ids}
     files = RunFile.objects.filter(run_id__in=run_ids).filter(

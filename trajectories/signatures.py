@@ -19,7 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 # 3: measured against the study's published decisions (issue 30): a blocked parent only when its wait
 # timed out; a killed child only when the run went on without it; fan-out that the run's end cut off;
@@ -115,6 +115,9 @@ class Agent:
     slot: str = ""  # the workflow slot it fills (a retried slot runs under a new agent id per attempt)
     attempt: int | None = None  # which attempt of its slot it is (1-based), and how many the slot had
     attempts: int | None = None
+    # A main agent read from several transcripts (an outer loop's rounds, a session each): when each later round
+    # began. A child stopped when its round ended went down with the round, not left behind by the main agent.
+    rounds: tuple[datetime, ...] = ()
 
     def retry_slot(self) -> tuple[str, int] | None:
         """The slot this agent is an attempt of, and which attempt: the importer's slot and attempt (Claude
@@ -457,6 +460,7 @@ def trace_from_rows(
             slot=str(a.get("slot") or ""),
             attempt=a.get("attempt"),
             attempts=a.get("attempts"),
+            rounds=tuple(a.get("rounds") or ()),
         )
         for a in agents
     ]
@@ -588,6 +592,19 @@ def _fmt(t: datetime | None) -> str:
 def _norm(path: str) -> str:
     path = path.strip()
     return posixpath.normpath(path) if path else path
+
+
+def _round_ended_with(trace: Trace, main: Agent, stopped: datetime) -> bool:
+    """Whether the main agent's round (of an outer loop) ended when a child stopped: a later round begins after the
+    stop, and the main agent did nothing the detectors see between the stop and that round."""
+    later = [start for start in main.rounds if start > stopped]
+    if not later:
+        return False
+    slack = stopped + timedelta(seconds=END_SLACK_S)
+    next_round = min(later)
+    return not any(
+        e.agent == main.id and e.timestamp is not None and slack < e.timestamp < next_round for e in trace.events
+    )
 
 
 def _intervals(trace: Trace) -> dict[str, tuple[datetime, datetime]]:
@@ -773,8 +790,9 @@ def unfinished_children(trace: Trace) -> list[Hit]:
         if child.status.lower() not in ENDED_EARLY or span is None or main_end is None:
             continue
         # A child stopped at the run's end went down with the run (its budget ran out, the harness cut
-        # it): that is not the parent abandoning it. Only a stop that the main agent outlives is claimed.
-        if (main_end - span[1]).total_seconds() <= END_SLACK_S:
+        # it): that is not the parent abandoning it. Only a stop that the main agent outlives is claimed —
+        # within the same round when the harness ran the agent in rounds (the next round is a new session).
+        if (main_end - span[1]).total_seconds() <= END_SLACK_S or _round_ended_with(trace, main, span[1]):
             continue
         stopped = trace.last.get(child.id)
         child_ev = (

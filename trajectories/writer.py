@@ -11,7 +11,7 @@ are brought up to date at the end.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -110,10 +110,15 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
     buffer: list[tuple] = []
     # what the detectors read: a few events, not the run; its final patch and its workflows' own records
     seen = signatures.TraceBuilder(final_patch(source), workflow_states(source))
+    rounds: dict[str, dict[str, datetime]] = {}  # agent -> a later round's transcript -> when its events begin
     for row in check.events(records):
         buffer.append(row)
-        key, seq, ts, kind, tool, text, files, target, _line, _file = row
+        key, seq, ts, kind, tool, text, files, target, _line, file = row
         seen.add(signatures.trace_event(key, seq, kind, ts, tool, text, files, target, seen.watch))
+        if file and ts is not None:  # an event of a later round (formats/claude_code.py: an outer loop's rounds)
+            began = rounds.setdefault(key, {})
+            if file not in began or ts < began[file]:
+                began[file] = ts
         if len(buffer) >= FLUSH_ROWS:
             rows.write(buffer)
             buffer = []
@@ -132,6 +137,7 @@ def store_run(*, run: Run, source: RunSource, records: Iterator, lookups: Lookup
             c.slot,
             c.attempt,
             c.attempts,
+            tuple(sorted(rounds.get(c.key, {}).values())),
         )  # fmt: skip
         for c in checked.contexts
     ]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.factories import REAL
-from trajectories.models import AgentContext, Event, Run, RunFile
+from trajectories.models import AgentContext, Event, Run, RunFile, SignatureHit
 from trajectories.selectors import events_at_line
-from trajectories.services import import_paths
+from trajectories.services import import_paths, run_signatures_store
 
 pytestmark = pytest.mark.django_db
 TASK = Path("swebench_verified/django__django-10999")
@@ -92,6 +92,19 @@ def test_an_outer_loops_rounds_are_one_run_its_main_agent_reading_each_rounds_tr
     ).content.decode()
     assert f'data-anchor="parallel/{later_path}:{cited.source_line}"' in page  # what "cite" writes
     assert any("outer loop: 2 sessions (its rounds)" in w for w in run.warnings)
+
+
+def test_children_stopped_when_their_round_ended_are_not_left_behind_by_the_next_round(loop_cell):
+    """The workflow's children were killed as their session ended (a round's end); the main agent's next round is a
+    new session hours later: no 'main agent went on without it' (unfinished_children), at import or recomputed."""
+    cell, _, _ = loop_cell
+    import_paths(paths=[cell.parents[2]])
+    run = Run.objects.get()
+    killed = AgentContext.objects.filter(run=run, role="sub", status__in=["killed", "stalled"])
+    assert killed.exists()
+    assert not SignatureHit.objects.filter(run=run, detector="unfinished_children").exists()
+    run_signatures_store(run_ids=[run.pk])
+    assert not SignatureHit.objects.filter(run=run, detector="unfinished_children").exists()
 
 
 def test_a_format_that_cannot_join_rounds_reads_one_and_names_the_others(tmp_path, artifact_root):
