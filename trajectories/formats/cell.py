@@ -145,11 +145,11 @@ def cell_source(cell_dir: Path, found: list[RunSource], problems: list[FormatErr
         best = fmt.join_rounds(rounds)
         order = ", ".join(display_name(path, cell_dir) for path in best.files[: best.sessions])
         best.notes.append(
-            f"the agent ran in an outer loop: {best.sessions} sessions (its rounds) read one after another as its "
-            f"main agent, in the order they began: {order}"
+            f"the agent ran in an outer loop: {len(rounds)} sessions (its rounds); their main transcripts read one "
+            f"after another as its main agent, in the order they began: {order or 'none is in the cell'}"
         )
         left_out = [s for s in found if all(s is not r for r in rounds)]
-        read = f"its {best.sessions} rounds"
+        read = f"its {len(rounds)} rounds"
     else:
         left_out = [s for s in found if s is not best]
         read = f"{display_name(best.files[0], cell_dir)} (the largest)"
