@@ -14,9 +14,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def box(page, selector: str) -> dict:
-    found = page.locator(selector).first.bounding_box()
-    assert found is not None, f"{selector} is not laid out"
-    return found
+    """Where the element is drawn. An htmx swap replaces it (the status after a save): between the old one leaving
+    and the new one being laid out there is no box, so a moment later is asked again."""
+    for _ in range(50):
+        found = page.locator(selector).first.bounding_box()
+        if found is not None:
+            return found
+        page.wait_for_timeout(100)
+    raise AssertionError(f"{selector} is not laid out")
 
 
 def side_by_side(left: dict, right: dict) -> bool:
