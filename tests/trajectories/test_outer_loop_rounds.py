@@ -127,3 +127,27 @@ def test_a_format_that_cannot_join_rounds_reads_one_and_names_the_others(tmp_pat
     assert "holds 2 sessions (an outer loop's rounds" in warning
     assert read.name in said_read and left.name in said_left
     assert RunFile.objects.filter(run=run, path__endswith=left.name).exists()
+
+
+def test_a_rounds_main_rollout_kept_only_in_the_harnesss_copy_of_its_home_is_read(tmp_path, artifact_root):
+    """Codex in a LoopsBench round: the sub-agent's rollout under agent/codex/round-01/, the main thread's only in the
+    harness's copy of that round's home (as in loopsbench/task_afl_fuzzing/codex/parallel). The main agent is read
+    from it, not left empty."""
+    cell = tmp_path / "loopsbench" / "task_x" / "codex" / "parallel"
+    rollouts = sorted((artifact_root / TASK / "codex/parallel/agent").rglob("rollout-*.jsonl"))
+    parent, child = rollouts  # the main thread started first: its file name (its start time) sorts first
+    day = "sessions/2026/08/12"
+    (cell / "agent/codex/round-01" / day).mkdir(parents=True)
+    shutil.copy(child, cell / "agent/codex/round-01" / day / child.name)
+    copy = cell / OUTER / "round-01/codex_home" / day
+    copy.mkdir(parents=True)
+    shutil.copy(parent, copy / parent.name)
+    (cell / "cell.json").write_text(json.dumps({"mode": "parallel", "agent": "codex"}))
+    report = import_paths(paths=[tmp_path])
+    assert [r.status for r in report.results] == ["imported"], report.results
+    run = Run.objects.get()
+    main = AgentContext.objects.get(run=run, role="main")
+    assert main.source_file == (copy / parent.name).relative_to(cell).as_posix()
+    native_lines = sum(1 for line in parent.read_text().splitlines() if line.strip())
+    assert 0 < Event.objects.filter(context=main).count() <= native_lines
+    assert not any("not in the bundle" in w for w in run.warnings)

@@ -40,7 +40,8 @@ def agent_files(cell_dir: Path) -> list[Path]:
     evaluation = cell_dir / "cell" / "evaluation"
     if evaluation.is_dir():
         loops = (loop for loop in evaluation.rglob("outer-loop") if loop.is_dir())
-        homes += sorted(home for loop in loops for home in loop.iterdir() if home.is_dir() and _ROUND.match(home.name))
+        rounds = (r for loop in loops for r in loop.iterdir() if r.is_dir() and _ROUND.match(r.name))
+        homes += sorted(home for r in rounds for home in r.iterdir() if home.is_dir() and home.name.endswith("_home"))
     kept: dict[str, Path] = {}
     for home in homes:
         if not home.is_dir():
