@@ -103,7 +103,7 @@ def run_signature_rows(*, runs: list[Run | None]) -> list[dict]:
 
 def event_anchor(*, run: Run, source_file: str, line: int) -> str:
     """The evidence anchor of the event read from `line` of an agent's log: what the events list's
-    "cite" writes (templates/trajectories/partials/events.html builds the same text)."""
+    "cite" writes (the `cite_anchor` filter of templates/trajectories/partials/events.html)."""
     if source_file:
         return f"{'parallel' if run.mode == Run.Mode.CONCURRENT else 'serial'}/{source_file}:{line}"
     return f"{run.source_name}:{line}"
