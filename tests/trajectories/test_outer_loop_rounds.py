@@ -30,6 +30,12 @@ def _session(artifact_root: Path, mode: str) -> Path:
     return main
 
 
+def _imported(report) -> Run:
+    """The one run a folder held, imported."""
+    assert [r.status for r in report.results] == ["imported"], report.results
+    return Run.objects.get()
+
+
 def _times(path: Path) -> list[datetime]:
     """Every time the main agent's own lines were written (sidechains are other agents)."""
     times = []
@@ -58,9 +64,7 @@ def test_an_outer_loops_rounds_are_one_run_its_main_agent_reading_each_rounds_tr
     """The rounds are read in the order they began (as in the artifact, a round's folder need not say which round
     it was): here the session copied into round-02's home began first."""
     cell, serial, parallel = loop_cell
-    report = import_paths(paths=[cell.parents[2]])
-    assert [r.status for r in report.results] == ["imported"], report.results
-    run = Run.objects.get()
+    run = _imported(import_paths(paths=[cell.parents[2]]))
     main = AgentContext.objects.get(run=run, role="main")
     earlier, later = sorted((serial, parallel), key=lambda path: min(_times(path)))
     times = _times(serial) + _times(parallel)
@@ -98,8 +102,7 @@ def test_children_stopped_when_their_round_ended_are_not_left_behind_by_the_next
     """The workflow's children were killed as their session ended (a round's end); the main agent's next round is a
     new session hours later: no 'main agent went on without it' (unfinished_children), at import or recomputed."""
     cell, _, _ = loop_cell
-    import_paths(paths=[cell.parents[2]])
-    run = Run.objects.get()
+    run = _imported(import_paths(paths=[cell.parents[2]]))
     killed = AgentContext.objects.filter(run=run, role="sub", status__in=["killed", "stalled"])
     assert killed.exists()
     assert not SignatureHit.objects.filter(run=run, detector="unfinished_children").exists()
@@ -118,9 +121,7 @@ def test_a_format_that_cannot_join_rounds_reads_one_and_names_the_others(tmp_pat
         home.mkdir(parents=True)
         shutil.copy(rollout, home / rollout.name)
     (cell / "cell.json").write_text(json.dumps({"mode": "serial", "agent": "codex"}))
-    report = import_paths(paths=[tmp_path])
-    assert [r.status for r in report.results] == ["imported"], report.results
-    run = Run.objects.get()
+    run = _imported(import_paths(paths=[tmp_path]))
     read, left = (mine, theirs) if mine.stat().st_size > theirs.stat().st_size else (theirs, mine)
     (warning,) = [w for w in run.warnings if "sessions" in w]
     said_read, said_left = warning.split("not read into its timeline")
@@ -143,9 +144,7 @@ def test_a_rounds_main_rollout_kept_only_in_the_harnesss_copy_of_its_home_is_rea
     copy.mkdir(parents=True)
     shutil.copy(parent, copy / parent.name)
     (cell / "cell.json").write_text(json.dumps({"mode": "parallel", "agent": "codex"}))
-    report = import_paths(paths=[tmp_path])
-    assert [r.status for r in report.results] == ["imported"], report.results
-    run = Run.objects.get()
+    run = _imported(import_paths(paths=[tmp_path]))
     main = AgentContext.objects.get(run=run, role="main")
     assert main.source_file == (copy / parent.name).relative_to(cell).as_posix()
     native_lines = sum(1 for line in parent.read_text().splitlines() if line.strip())
